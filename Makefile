@@ -1,0 +1,33 @@
+# Two commands do all setup:  make lab  (open the course)   make test  (run every test)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 8888
+NBVAL  := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env
+
+.PHONY: venv lab test notebooks clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# JupyterLab refuses to run as root without --allow-root; add it only when we are root.
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests notebooks $(NBVAL)
+
+# Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).
+notebooks: $(STAMP)
+	for nb in notebooks/*.ipynb; do \
+		$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

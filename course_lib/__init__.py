@@ -1,0 +1,23 @@
+"""course_lib: the tested library behind the notebooks of
+"RL for LLMs by numerical experiment".
+
+Modules, by concept (dependencies point down the list):
+
+- ``masking``      validation of [B, T] inputs, NaN-safe masked reductions
+- ``advantages``   rewards [B] -> advantages [B]: GRPO, Dr. GRPO, RLOO; DAPO's signal filter; GAE
+- ``rewards``      reward shaping: DAPO's soft overlong punishment
+- ``aggregation``  per-token loss [B, T] + mask -> scalar, and the per-token weight each mode gives
+- ``kl``           k1 / k2 / k3 estimators, exact categorical KL, the adaptive KL controller
+- ``ratios``       log-ratio, the clipped surrogate, clip statistics
+- ``corrections``  TIS weights and MIS masks (train/inference mismatch)
+- ``losses``       registry of policy losses: PPO/GRPO, DAPO, Dr. GRPO, GSPO, CISPO, SAPO;
+                   per-token gradient coefficient c(r, A) by autograd
+- ``toy``          the toy policy-training chapter (task, policy, trainer)
+- ``display``, ``plots``, ``widgets``  presentation only; no algorithm code imports them
+
+Tensor names mean the same thing everywhere: ``logp``, ``old_logp``, ``ref_logp``,
+``rollout_logp`` [B, T]; ``mask`` (bool) [B, T]; ``rewards``, ``adv`` [B].
+B = P * G with contiguous groups: rows g*G ... g*G+G-1 share a prompt.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,59 @@
+"""Importance ratios and the clipped surrogate: the pieces every policy loss shares.
+
+Used by ``losses`` and ``corrections``; shown in chapters 04 and 07.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .masking import LOG_RATIO_CLAMP, masked_mean, zero_padding
+
+
+def log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
+    """log(pi_theta / pi_old) per token [B, T]; 0 on padding, clamped to +-20 before any exp."""
+    return zero_padding(logp - old_logp, mask).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+
+
+def clip_bounds(eps_low: float | None, eps_high: float | None) -> tuple[float, float]:
+    """[1 - eps_low, 1 + eps_high]; a None side is unbounded (0 below, inf above)."""
+    lo = 0.0 if eps_low is None else 1.0 - eps_low
+    hi = float("inf") if eps_high is None else 1.0 + eps_high
+    return lo, hi
+
+
+def clipped_surrogate(ratio: Tensor, adv_tok: Tensor, eps_low: float, eps_high: float,
+                      dual_clip: float | None = None) -> Tensor:
+    """PPO's per-token loss -min(r A, clip(r, 1-eps_low, 1+eps_high) A). [B, T] -> [B, T].
+
+    paper maximises J = min(...); we return -J. With ``dual_clip`` = c > 1 (Ye et al. 2019, always
+    on in verl with c = 3), a token with A < 0 has its loss capped at -c A.
+    """
+    lo, hi = clip_bounds(eps_low, eps_high)
+    loss_tok = torch.maximum(-adv_tok * ratio, -adv_tok * ratio.clamp(lo, hi))   # [B, T]
+    if dual_clip is not None:
+        capped = torch.minimum(loss_tok, -adv_tok * dual_clip)
+        loss_tok = torch.where(adv_tok < 0, capped, loss_tok)
+    return loss_tok
+
+
+@torch.no_grad()
+def clip_stats(ratio: Tensor, adv_tok: Tensor, mask: Tensor, eps_low: float | None,
+               eps_high: float | None, prefix: str = "clip") -> dict[str, float]:
+    """Detached statistics of a ratio tensor [B, T] over valid tokens (metrics glossary keys).
+
+    ``clip/low_frac``: A < 0 and r < 1 - eps_low (the lower clip binds: no gradient under PPO);
+    ``clip/high_frac``: A > 0 and r > 1 + eps_high (the upper clip binds);
+    ``ratio/outside_frac``: r outside the range whatever the sign of A (cleanrl's clipfrac).
+    """
+    lo, hi = clip_bounds(eps_low, eps_high)
+    valid = mask.float()
+    below, above = (ratio < lo) & mask, (ratio > hi) & mask
+    r_valid = torch.where(mask, ratio, torch.full_like(ratio, float("-inf")))
+    return {
+        f"{prefix}/low_frac": float(masked_mean((below & (adv_tok < 0)).float(), mask)),
+        f"{prefix}/high_frac": float(masked_mean((above & (adv_tok > 0)).float(), mask)),
+        "ratio/outside_frac": float(masked_mean((below | above).float(), mask)),
+        "ratio/mean": float(masked_mean(ratio, mask)),
+        "ratio/max": float(r_valid.max()) if valid.sum() > 0 else 0.0,
+    }
