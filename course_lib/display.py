@@ -1,0 +1,37 @@
+"""Show library code and aligned tables inside notebooks (presentation only)."""
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Callable, Sequence
+
+
+def _show(text: str, language: str = "python") -> None:
+    try:
+        from IPython.display import Code, display
+    except ImportError:                                  # plain Python: print it
+        print(text)
+        return
+    display(Code(text, language=language))
+
+
+def show_source(fn: Callable) -> None:
+    """Display the real source of a library function, so the notebook never retypes it."""
+    _show(inspect.getsource(fn))
+
+
+def show_diff(parent: Callable, child: Callable) -> None:
+    """Display a unified diff between two functions' sources: a variant as a small diff."""
+    a = inspect.getsource(parent).splitlines()
+    b = inspect.getsource(child).splitlines()
+    diff = difflib.unified_diff(a, b, parent.__name__, child.__name__, lineterm="", n=2)
+    _show("\n".join(diff), language="diff")
+
+
+def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[str] | None = None) -> str:
+    """Format rows as an aligned plain-text table; ``formats`` are format specs per column."""
+    formats = list(formats) if formats is not None else ["" for _ in headers]
+    cells = [[format(v, f) for v, f in zip(row, formats)] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = lambda items: "  ".join(s.rjust(w) for s, w in zip(items, widths))   # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
