@@ -253,6 +253,8 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
         return ""
 
     bad_nan = (g.isnan() & ~w.isnan()) | (g.isinf() & ~w.isinf())
+    if bad_nan.any() and g.dim() == 0:
+        return f"{name}: got {_fmt(g)}, expected {_fmt(w)}"
     if bad_nan.any():
         idx = _index(int(bad_nan.reshape(-1).nonzero()[0]), g.shape) if g.dim() else ()
         where = f" at index {idx}" if idx else ""
@@ -278,7 +280,7 @@ def close(a, b, atol=1e-5, rtol=1e-4) -> bool:
         return len(a) == len(b) and all(close(x, y, atol, rtol) for x, y in zip(a, b))
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return (a.shape == b.shape and a.is_floating_point() == b.is_floating_point()
-                and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol)))
+                and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol, equal_nan=True)))
     if isinstance(a, numbers.Real) and isinstance(b, numbers.Real) and not isinstance(a, Tensor) \
             and not isinstance(b, Tensor):
         return math.isclose(float(a), float(b), rel_tol=rtol, abs_tol=atol)
@@ -360,8 +362,8 @@ class ExerciseKit:
         return self._ref[i]
 
     def recognise(self, i: int, got: Outcome, part: str) -> str | None:
-        """The hint of the known-wrong variant whose output equals the reader's, if any."""
-        case = self.cases[i]
+        """The hint of a known-wrong variant that is wrong on this case the way the reader is."""
+        case, ref = self.cases[i], self.reference_outcome(i)
         for _, hint, mod in self.variants:
             fn = getattr(mod, case.fn, None)
             if fn is None:
@@ -369,11 +371,19 @@ class ExerciseKit:
             theirs = evaluate(fn, case)
             if theirs.error:
                 continue
-            if part == "value" and close(got.value, theirs.value):
-                return hint
-            if part == "has_grad" and theirs.has_grad and close(got.value, theirs.value):
-                return hint
-            if part == "grad" and got.grad is not None and theirs.grad is not None \
+            value_wrong = compare(theirs.value, ref.value, "", case.atol, case.rtol,
+                                  strict_dtype=False) is not None
+            if part == "value":
+                fails_check = case.check is not None and case.check(theirs.value) is not None
+                if (value_wrong or fails_check) and close(got.value, theirs.value):
+                    return hint
+            elif part == "has_grad":
+                if not value_wrong and theirs.has_grad and close(got.value, theirs.value):
+                    return hint
+            elif part == "grad" and got.grad is not None and theirs.grad is not None \
+                    and ref.grad is not None and not value_wrong \
+                    and not close(theirs.grad, ref.grad.to(theirs.grad.dtype), atol=case.grad_atol,
+                                  rtol=1e-6) \
                     and close(got.grad, theirs.grad, atol=1e-7, rtol=1e-5):
                 return hint
         return None
@@ -500,6 +510,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         msg = case.check(got.value)
         if msg:
             g.message = msg
+            g.hint = kit.recognise(i, got, "value")
             return g
     g.passed = True
     return g
