@@ -210,13 +210,15 @@ def _describe(x) -> str:
 
 
 def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None = None,
-            strict_dtype: bool = True) -> str | None:
+            strict_dtype: bool = True, names: tuple[str, ...] = ()) -> str | None:
     """None when got matches want; otherwise a message: what was expected, what came back."""
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return (f"{name}: expected a tuple of {len(want)} tensors, got {_describe(got)}"
                     + (" (did you forget `return`?)" if got is None else ""))
-        return None
+        names = names or tuple(f"{name}[{k}]" for k in range(len(want)))
+        parts = [compare(a, b, n, atol, rtol, mask, strict_dtype) for a, b, n in zip(got, want, names)]
+        return "\n".join(p for p in parts if p) or None
     if isinstance(want, numbers.Real) and not isinstance(want, Tensor):
         if isinstance(got, Tensor):
             return (f"{name}: expected a Python float, got {_describe(got)}; "
@@ -471,16 +473,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
     mask = case.args.get("mask", case.kwargs.get("mask"))
     label = f"{case.fn}(...)"
     strict = case.grad_wrt is None or not case.kind == "grad"
-    if isinstance(ref.value, (tuple, list)):
-        msg = compare(got.value, ref.value, label, case.atol, case.rtol)
-        parts = []
-        if msg is None:
-            names = case.out_names or tuple(f"output[{k}]" for k in range(len(ref.value)))
-            parts = [compare(a, b, n, case.atol, case.rtol, mask, strict)
-                     for a, b, n in zip(got.value, ref.value, names)]
-        msg = msg or "\n".join(p for p in parts if p) or None
-    else:
-        msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, strict)
+    msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, strict, case.out_names)
     if msg:
         g.message = msg
         g.hint = kit.recognise(i, got, "value") or generic_hint(got.value, ref.value, case.fn)
