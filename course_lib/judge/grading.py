@@ -281,7 +281,7 @@ def close(a, b, atol=1e-5, rtol=1e-4) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(close(x, y, atol, rtol) for x, y in zip(a, b))
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        return (a.shape == b.shape and a.is_floating_point() == b.is_floating_point()
+        return (a.shape == b.shape
                 and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol, equal_nan=True)))
     if isinstance(a, numbers.Real) and isinstance(b, numbers.Real) and not isinstance(a, Tensor) \
             and not isinstance(b, Tensor):
