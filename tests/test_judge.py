@@ -340,3 +340,29 @@ def test_notebook_check_explains_a_function_without_source(ws, capsys):
     assert not res.passed and "could not read the source" in res.details["error"]
     res = check("ex02", lambda rewards, group_size: rewards)
     assert not res.passed and "lambda" in res.details["error"]
+
+
+# ------------------------------------------------------------ comparison messages (in-process)
+
+def test_compare_names_shape_dtype_first_index_and_padding():
+    import torch
+    from course_lib.judge.grading import compare
+    want = torch.tensor([[1.0, 2.0, 0.0]])
+    mask = torch.tensor([[True, True, False]])
+    assert "expected shape (1, 3), got shape (3,)" in compare(want[0], want, "f", 1e-6, 0)
+    assert "expected dtype torch.float32, got torch.float64" in compare(want.double(), want, "f", 1e-6, 0)
+    assert "integer division" in compare(want.long(), want, "f", 1e-6, 0)
+    msg = compare(torch.tensor([[1.0, 2.0, 5.0]]), want, "f", 1e-6, 0, mask)
+    assert "first at index (0, 2) (a padding position): expected 0, got 5" in msg
+    assert compare(want + 1e-7, want, "f", 1e-6, 0) is None
+    assert "expected a Python float" in compare(torch.tensor(1.0), 1.0, "f", 1e-6, 0)
+
+
+def test_generic_hints_recognise_a_flipped_sign_and_a_constant_factor():
+    import torch
+    from course_lib.judge.grading import generic_hint
+    want = torch.tensor([1.0, -2.0, 0.0, 3.0])
+    assert "opposite sign" in generic_hint(-want, want, "ppo_clip_loss")
+    assert "minimised" in generic_hint(-want, want, "ppo_clip_loss")
+    assert "2 times" in generic_hint(2 * want, want, "kl_k2")
+    assert generic_hint(want + torch.tensor([0.0, 0.1, 0.0, 0.0]), want, "f") is None

@@ -274,10 +274,11 @@ def cmd_check(args):
             hint = _hint_of(Path(res["file"]))
             fired = hint is not None and hint in res["hints"]
             ok = res["status"] == "failed" and fired
-            detail = (f"fails {res['total'] - res['passed']}/{res['total']} cases, hint shown" if ok
-                      else f"status {res['status']}, {res['passed']}/{res['total']} passed, "
-                           f"its hint {'shown' if fired else 'NOT shown'}" + ("" if res["status"] != "failed"
-                                                                             else "") + _why(res, short=True))
+            if ok:
+                detail = f"fails {res['total'] - res['passed']}/{res['total']} cases, hint shown"
+            else:
+                detail = (f"status {res['status']}, {res['passed']}/{res['total']} passed, its hint "
+                          f"{'shown' if fired else 'NOT shown'}{_why(res, short=True)}")
         rows.append({"exercise": res["exercise"], "what": label, "ok": ok, "detail": detail})
     rows.sort(key=lambda r: r["exercise"])
     ok = all(r["ok"] for r in rows)

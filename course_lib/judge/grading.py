@@ -206,7 +206,9 @@ def _describe(x) -> str:
         return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
     if x is None:
         return "None"
-    return f"a {type(x).__name__} ({_fmt(x) if isinstance(x, numbers.Real) else '...'})"
+    if isinstance(x, numbers.Real):
+        return f"a {type(x).__name__} ({_fmt(x)})"
+    return f"a {type(x).__name__}"
 
 
 def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None = None,
@@ -398,6 +400,10 @@ def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = F
               "passed": 0, "total": 0, "hints": [], "error": None, "output": "",
               "sample": sample}
     budget = Budget(time_limit)
+    indices = [i for i, c in enumerate(kit.cases) if c.sample or not sample]
+    result["total"] = len(indices)
+    for i in indices:                     # before the reader's code can change any global state
+        kit.reference_outcome(i)
     try:
         try:
             with budget.running():
@@ -425,8 +431,6 @@ def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = F
                 + f". The exercise asks for: {', '.join(ex.functions)}."))
             return result
 
-        indices = [i for i, c in enumerate(kit.cases) if c.sample or not sample]
-        result["total"] = len(indices)
         hints: list[str] = []
         for i in indices:
             case = kit.cases[i]
@@ -454,6 +458,32 @@ def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = F
     return result
 
 
+NAN_HINT = ("This case puts NaN in padding positions, and it reached your result. Multiplying by the "
+            "mask does not remove a NaN (NaN times 0 is NaN), and a NaN that passes through exp or "
+            "a division poisons the gradient even where the value is later masked: select the valid "
+            "entries (torch.where) before computing with them.")
+
+
+def _has_nan(x) -> bool:
+    if isinstance(x, Tensor):
+        return x.is_floating_point() and bool(x.isnan().any())
+    if isinstance(x, (tuple, list)):
+        return any(_has_nan(v) for v in x)
+    return isinstance(x, float) and math.isnan(x)
+
+
+ZERO_DIV_HINT = ("Your result contains NaN although the inputs hold none: a division by a count that can "
+                 "be 0 here (an empty response, or no valid token at all)? Such counts need a floor "
+                 "of 1, e.g. .clamp_min(1).")
+
+
+def _nan_hint(case: Case, got) -> str | None:
+    if not _has_nan(got):
+        return None
+    inputs = list(case.args.values()) + list(case.kwargs.values())
+    return NAN_HINT if any(_has_nan(v) for v in inputs) else ZERO_DIV_HINT
+
+
 def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Graded:
     case = kit.cases[i]
     g = Graded(case.name, case.kind, False)
@@ -463,6 +493,9 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         return g
     if got.error:
         g.message = f"your code raised an exception:\n{got.error}"
+        if "in-place operation" in got.error:
+            g.message += ("\n(an input that requires grad was changed in place; inputs must stay "
+                          "untouched: work on a copy)")
         return g
     if got.mutated:
         names = ", ".join(f"`{m}`" for m in got.mutated)
@@ -476,7 +509,8 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
     msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, strict, case.out_names)
     if msg:
         g.message = msg
-        g.hint = kit.recognise(i, got, "value") or generic_hint(got.value, ref.value, case.fn)
+        g.hint = (kit.recognise(i, got, "value") or _nan_hint(case, got.value)
+                  or generic_hint(got.value, ref.value, case.fn))
         return g
     if case.out_grad == "required" and got.has_grad is False:
         g.message = (f"the result has the right value but carries no gradient (requires_grad is "
@@ -497,7 +531,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
                       case.grad_atol, 1e-6, mask, strict_dtype=False)
         if msg:
             g.message = "values are right, but " + msg
-            g.hint = kit.recognise(i, got, "grad")
+            g.hint = kit.recognise(i, got, "grad") or _nan_hint(case, got.grad)
             return g
     if case.check is not None:
         msg = case.check(got.value)

@@ -67,9 +67,9 @@ def cases():
                      "adv": torch.randn(6, generator=g, dtype=torch.float64), "mask": mask_e},
                     kind="grad", grad_wrt="logp", out_grad="required", **TIGHT))
     out.append(Case("edge: no valid token at all gives 0", FN,
-                    {"logp": logp, "old_logp": old, "adv": torch.ones(6, dtype=torch.float64),
+                    {"logp": logp.float(), "old_logp": old.float(), "adv": torch.ones(6),
                      "mask": torch.zeros(6, 9, dtype=torch.bool)}, kind="edge",
-                    expected=torch.tensor(0.0, dtype=torch.float64)))
+                    expected=torch.tensor(0.0)))
     ones = torch.zeros(6, 9, dtype=torch.bool)
     ones[:, 0] = True
     out.append(Case("edge: one-token responses (s is that token's ratio)", FN,

@@ -61,7 +61,7 @@ def cases():
                      "adv": torch.randn(B, generator=g, dtype=torch.float64), "mask": mask},
                     kind="grad", grad_wrt="logp", out_grad="required"))
     out.append(Case("edge: no valid token at all gives 0", FN,
-                    {"logp": logp, "old_logp": old, "adv": torch.ones(B, dtype=torch.float64),
+                    {"logp": logp.float(), "old_logp": old.float(), "adv": torch.ones(B),
                      "mask": torch.zeros(B, T, dtype=torch.bool)}, kind="edge",
-                    expected=torch.tensor(0.0, dtype=torch.float64)))
+                    expected=torch.tensor(0.0)))
     return out
