@@ -105,6 +105,11 @@ def broken_results(tmp_path_factory):
         p.write_text(textwrap.dedent(body))
         jobs.append({"exercise": EX01.id, "file": str(p), "label": name,
                      "time_limit": 2.0 if name == "infinite_loop" else 10.0})
+    no_grad = d / "no_grad.py"
+    no_grad.write_text(EX07.solution.read_text().replace(
+        "    log_ratio = torch.where(mask, logp - old_logp.detach()",
+        "    logp = logp.detach()\n    log_ratio = torch.where(mask, logp - old_logp.detach()"))
+    jobs.append({"exercise": EX07.id, "file": str(no_grad), "label": "no_grad", "time_limit": 10.0})
     start = time.perf_counter()
     results = runner.run_jobs(jobs, EXERCISES)
     return {r["label"]: r for r in results}, time.perf_counter() - start
@@ -136,6 +141,12 @@ def test_in_place_change_of_an_input_is_reported(broken_results):
     res = broken_results[0]["inplace"]
     assert res["status"] == "failed"
     assert "changed its input `rewards` in place" in _messages(res)
+
+
+def test_a_loss_without_gradient_is_reported(broken_results):
+    res = broken_results[0]["no_grad"]
+    assert res["status"] == "failed"
+    assert "carries no gradient" in _messages(res) and "requires_grad is False" in _messages(res)
 
 
 def test_returning_none_asks_about_return(broken_results):

@@ -39,11 +39,13 @@ def file_hash(path: Path) -> str | None:
 
 def record(ex: Exercise, path: Path | None, passed: bool) -> None:
     """Remember a pass of the workspace file (by content hash) or of a notebook function."""
+    if path is not None and Path(path).resolve() != workspace_file(ex).resolve():
+        return                                   # grading some other file changes no status
     data = load()
     entry = data.setdefault(ex.id, {})
     if path is None:
         entry["notebook_passed"] = bool(passed) or entry.get("notebook_passed", False)
-    elif Path(path).resolve() == workspace_file(ex).resolve():
+    else:
         entry["passed_hash"] = file_hash(path) if passed else None
     save(data)
 
