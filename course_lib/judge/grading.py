@@ -263,8 +263,9 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
         idx = _index(int(bad_nan.reshape(-1).nonzero()[0]), g.shape) if g.dim() else ()
         where = f" at index {idx}" if idx else ""
         n = int(bad_nan.sum())
-        return (f"{name}: {n} value(s) are NaN or infinite; first{where}{padding_note(idx) if idx else ''}"
-                f", where {_fmt(w[idx] if idx else w)} was expected")
+        note = padding_note(idx) if idx else ""
+        return (f"{name}: {n} value(s) are NaN or infinite; first{where}{note}, "
+                f"where {_fmt(w[idx] if idx else w)} was expected")
     diff = (g - w).abs()
     bad = diff > atol + rtol * w.abs()
     bad = bad | (g.isnan() != w.isnan())
@@ -273,9 +274,11 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
     if g.dim() == 0:
         return f"{name}: expected {_fmt(w)}, got {_fmt(g)} (abs difference {float(diff):.3g})"
     idx = _index(int(bad.reshape(-1).nonzero()[0]), g.shape)
+    finite = diff[~diff.isnan()]
+    max_diff = float(finite.max()) if finite.numel() else float("nan")
     return (f"{name}: {int(bad.sum())} of {g.numel()} values differ; first at index {idx}"
             f"{padding_note(idx)}: expected {_fmt(w[idx])}, got {_fmt(g[idx])}; "
-            f"max abs difference {float(diff[~diff.isnan()].max()) if (~diff.isnan()).any() else float('nan'):.3g}")
+            f"max abs difference {max_diff:.3g}")
 
 
 def close(a, b, atol=1e-5, rtol=1e-4) -> bool:

@@ -13,7 +13,7 @@ def cispo_loss(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor,
     log_ratio = torch.where(mask, logp - old_logp.detach(), torch.zeros_like(logp))   # [B, T]
     ratio = torch.exp(log_ratio.clamp(-20.0, 20.0))                                  # [B, T]
     lo = 0.0 if eps_low is None else 1 - eps_low
-    weight = ratio.clamp(lo, 1 + eps_high).detach()                                  # [B, T] constant
+    weight = ratio.clamp(lo, 1 + eps_high).detach()                        # [B, T], a constant
     logp_valid = torch.where(mask, logp, torch.zeros_like(logp))
     loss_tok = -weight * adv.detach()[:, None] * logp_valid                          # [B, T]
     return loss_tok.sum() / mask.sum().clamp_min(1)
