@@ -68,7 +68,7 @@ def _output(res: dict) -> list[str]:
     out = (res.get("output") or "").rstrip()
     if not out:
         return []
-    body = out.splitlines()
+    body = [line if len(line) <= 160 else line[:160] + " ..." for line in out.splitlines()]
     if len(body) > 20:
         body = body[:20] + [f"... ({len(body) - 20} more lines)"]
     return ["  Your code printed:"] + [_indent(line, 4) for line in body]
@@ -90,7 +90,7 @@ def _score_line(res: dict) -> str:
     if status == "timeout":
         return f"Score: {n}/{total}. Stopped: time limit exceeded."
     if status in ("error", "crashed", "internal_error"):
-        return f"Score: {n}/{total}."
+        return f"Score: {n}/{total}." if total else "Score: 0."
     return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "
             f"`python judge.py hint {ex}`.")
 
