@@ -1,0 +1,75 @@
+"""What a check is made of: the ``Case`` record and helpers that build reproducible inputs.
+
+Each ``exercises/<id>/checks.py`` defines ``cases() -> list[Case]``. A case calls one function of
+the reader's file with fixed inputs and compares the result with a known answer (``expected``) or,
+when none is given, with the reference solution. A case with ``grad_wrt`` also compares the
+gradient of the output with respect to that argument (float64 inputs there), so that a missing or
+misplaced ``detach`` fails even when the values agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+KINDS = ("fixed", "random", "edge", "grad")
+
+
+@dataclass
+class Case:
+    name: str                                   # what the case is about, shown to the reader
+    fn: str                                     # which function of the file to call
+    args: dict[str, Any]                        # positional arguments, by name (order matters)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    kind: str = "random"                        # fixed | random | edge | grad
+    expected: Any = None                        # known answer; None: the reference's output
+    expected_grad: Tensor | None = None         # known gradient w.r.t. grad_wrt (optional)
+    grad_wrt: str | None = None                 # argument whose gradient is compared
+    out_grad: str | None = None                 # "required" (must carry a gradient) or "forbidden"
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    grad_atol: float = 1e-7
+    sample: bool = False                        # part of `judge.py test --sample`
+    out_names: tuple[str, ...] = ()             # names of the parts of a tuple result
+    check: Callable[[Any], str | None] | None = None   # extra property: message when violated
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Case.kind must be one of {KINDS}, got {self.kind!r}")
+        if self.grad_wrt is not None and self.grad_wrt not in self.args:
+            raise ValueError(f"Case {self.name!r}: grad_wrt={self.grad_wrt!r} is not an argument")
+
+
+def gen(seed: int) -> torch.Generator:
+    """A private generator: checks never depend on (or change) the global random state."""
+    return torch.Generator().manual_seed(seed)
+
+
+def lengths_mask(lengths, T: int) -> Tensor:
+    """bool [B, T] with the first lengths[i] positions of row i True (right padding)."""
+    lengths = torch.as_tensor(lengths)
+    return torch.arange(T)[None, :] < lengths[:, None]
+
+
+def random_mask(g: torch.Generator, B: int, T: int, min_len: int = 1) -> Tensor:
+    """Right-padded mask [B, T] with random lengths in [min_len, T]."""
+    lengths = torch.randint(min_len, T + 1, (B,), generator=g)
+    return lengths_mask(lengths, T)
+
+
+def poison(x: Tensor, mask: Tensor, value: float | None = None, g: torch.Generator | None = None) -> Tensor:
+    """x with its padding replaced by ``value`` (NaN, a huge number) or by random junk."""
+    if value is None:
+        junk = 50 * torch.randn(x.shape, generator=g, dtype=x.dtype)
+    else:
+        junk = torch.full_like(x, value)
+    return torch.where(mask, x, junk)
+
+
+def logps(g: torch.Generator, B: int, T: int, spread: float = 0.3, dtype=torch.float32):
+    """(logp, old_logp): log-probabilities in (-inf, 0) and a nearby old policy (log-ratio ~ spread)."""
+    old_logp = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3 - 0.05
+    logp = old_logp + spread * torch.randn(B, T, generator=g, dtype=torch.float64)
+    return logp.to(dtype), old_logp.to(dtype)

@@ -1,0 +1,92 @@
+"""The exercise catalogue and where things live. Imports nothing heavy (no torch), so that
+``judge.py list`` and ``hint`` answer instantly."""
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]          # repository root (holds exercises/, judge.py)
+EXERCISES_DIR = ROOT / "exercises"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    chapter: str
+    points: int
+    functions: tuple[str, ...]
+
+    @property
+    def dir(self) -> Path:
+        return EXERCISES_DIR / self.id
+
+    @property
+    def starter(self) -> Path:
+        return self.dir / "starter.py"
+
+    @property
+    def solution(self) -> Path:
+        return self.dir / "solution.py"
+
+    @property
+    def readme(self) -> Path:
+        return self.dir / "README.md"
+
+    @property
+    def hints(self) -> Path:
+        return self.dir / "hints.md"
+
+    def wrong_variants(self) -> list[Path]:
+        d = self.dir / "wrong"
+        return sorted(d.glob("*.py")) if d.is_dir() else []
+
+
+_CATALOGUE = [
+    ("ex01_group_advantages", "GRPO and Dr. GRPO group advantages", "02_group_advantages", 2,
+     ("group_advantages",)),
+    ("ex02_rloo", "RLOO leave-one-out advantages", "02_group_advantages", 1, ("rloo_advantages",)),
+    ("ex03_aggregation", "The four loss-aggregation modes", "03_loss_aggregation", 2, ("aggregate",)),
+    ("ex04_kl_estimators", "KL estimators k1, k2, k3", "04_kl_estimators", 2,
+     ("kl_k1", "kl_k2", "kl_k3")),
+    ("ex05_ppo_clip", "PPO clipped surrogate loss", "05_ratios_and_clipping", 2, ("ppo_clip_loss",)),
+    ("ex06_gspo", "GSPO sequence-level ratio", "05_ratios_and_clipping", 3, ("gspo_loss",)),
+    ("ex07_cispo", "CISPO clipped IS-weight loss", "05_ratios_and_clipping", 2, ("cispo_loss",)),
+    ("ex08_sapo", "SAPO soft gate", "05_ratios_and_clipping", 2, ("sapo_loss",)),
+    ("ex09_tis_mis", "TIS and MIS correction weights", "06_train_inference_mismatch", 2,
+     ("tis_weights", "mis_weights")),
+    ("ex10_gae", "Generalised advantage estimation", "01_ppo_to_grpo", 3, ("gae",)),
+    ("ex11_overlong_penalty", "DAPO soft overlong punishment", "03_loss_aggregation", 1,
+     ("overlong_penalty",)),
+    ("ex12_adaptive_kl", "Adaptive KL controller", "04_kl_estimators", 1, ("adaptive_kl_update",)),
+]
+
+EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}
+
+
+class UsageError(Exception):
+    """A mistake in how the judge was called (exit code 2)."""
+
+
+def get_exercise(name: str) -> Exercise:
+    """Look up an exercise by id, or by an unambiguous prefix such as ``ex01``."""
+    name = name.strip().rstrip("/").split("/")[-1]
+    if name in EXERCISES:
+        return EXERCISES[name]
+    matches = [e for e in EXERCISES if e.startswith(name)] if name else []
+    if len(matches) == 1:
+        return EXERCISES[matches[0]]
+    close = matches or difflib.get_close_matches(name, list(EXERCISES), n=3, cutoff=0.4)
+    tip = f" Did you mean: {', '.join(close)}?" if close else " Run `python judge.py list`."
+    raise UsageError(f"no exercise called {name!r}.{tip}")
+
+
+def workspace_dir() -> Path:
+    """Where the reader's files live (git-ignored). COURSE_JUDGE_WORKSPACE overrides it (tests)."""
+    return Path(os.environ.get("COURSE_JUDGE_WORKSPACE", ROOT / "workspace"))
+
+
+def workspace_file(ex: Exercise) -> Path:
+    return workspace_dir() / f"{ex.id}.py"

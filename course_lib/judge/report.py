@@ -1,0 +1,122 @@
+"""Turning result dicts into text for people (the --json flag prints the dicts instead)."""
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+MAX_FAILURES_SHOWN = 8
+
+
+def _rel(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _indent(text: str, n: int) -> str:
+    return textwrap.indent(text, " " * n)
+
+
+def format_result(res: dict, show_passing: bool = True) -> str:
+    lines = [f"{res['exercise']}  ({_rel(res['file'])})"]
+    status = res["status"]
+    if status in ("syntax_error", "error", "crashed", "internal_error") and not res["cases"]:
+        if status == "internal_error":
+            lines.append("  The judge itself failed on this exercise (a bug in the course, not in your"
+                         " code; please report it):")
+        lines.append(_indent(res["error"] or "", 2))
+        lines += _output(res)
+        lines.append(_score_line(res))
+        return "\n".join(lines)
+    if status == "not_implemented":
+        lines.append(f"  {len(res['cases'])} cases not run: the function still raises NotImplementedError.")
+        lines += _output(res)
+        lines.append(_score_line(res))
+        return "\n".join(lines)
+    shown, hinted = 0, []
+    for c in res["cases"]:
+        if c["passed"]:
+            if show_passing:
+                lines.append(f"  PASS  {c['name']}")
+            continue
+        shown += 1
+        if shown > MAX_FAILURES_SHOWN:
+            continue
+        lines.append(f"  FAIL  {c['name']}")
+        if c["message"]:
+            lines.append(_indent(c["message"], 8))
+        if c.get("hint") and c["hint"] not in hinted:
+            hinted.append(c["hint"])
+            lines.append(_indent("hint: " + c["hint"], 8))
+    if shown > MAX_FAILURES_SHOWN:
+        lines.append(f"  ... and {shown - MAX_FAILURES_SHOWN} more failing cases")
+    if res["error"]:
+        lines.append(_indent(res["error"], 2))
+    lines += _output(res)
+    unseen = [h for h in res.get("hints") or [] if h not in hinted]
+    if unseen and status == "failed":
+        lines.append("  This looks like a known mistake:")
+        lines += [_indent("- " + h, 4) for h in unseen]
+    lines.append(_score_line(res))
+    return "\n".join(lines)
+
+
+def _output(res: dict) -> list[str]:
+    out = (res.get("output") or "").rstrip()
+    if not out:
+        return []
+    body = [line if len(line) <= 160 else line[:160] + " ..." for line in out.splitlines()]
+    if len(body) > 20:
+        body = body[:20] + [f"... ({len(body) - 20} more lines)"]
+    return ["  Your code printed:"] + [_indent(line, 4) for line in body]
+
+
+def _score_line(res: dict) -> str:
+    status, n, total = res["status"], res["passed"], res["total"]
+    ex = res["exercise"].split("_")[0]
+    if status == "passed":
+        if res.get("sample"):
+            return (f"Score: {n}/{total}. Sample cases passed; run without --sample for the full "
+                    "set of checks.")
+        return f"Score: {n}/{total}. All cases passed."
+    if status == "not_implemented":
+        return (f"Score: 0/{total}. Not implemented yet: the function still raises "
+                f"NotImplementedError. Read the task with `python judge.py start {ex}`.")
+    if status == "syntax_error":
+        return "Score: 0. Fix the syntax error and run again."
+    if status == "timeout":
+        return f"Score: {n}/{total}. Stopped: time limit exceeded."
+    if status in ("error", "crashed", "internal_error"):
+        return f"Score: {n}/{total}." if total else "Score: 0."
+    return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "
+            f"`python judge.py hint {ex}`.")
+
+
+def format_list(rows: list[dict]) -> str:
+    w = max(len(r["id"]) for r in rows)
+    lines = [f"{'exercise'.ljust(w)}  {'chapter'.ljust(27)} pts  status"]
+    for r in rows:
+        lines.append(f"{r['id'].ljust(w)}  {r['chapter'].ljust(27)} {r['points']:>3}  {r['status']}")
+    done = sum(r["points"] for r in rows if r["status"] == "passed")
+    lines.append(f"\nPoints: {done}/{sum(r['points'] for r in rows)}. "
+                 "Start one with `python judge.py start ex01`.")
+    return "\n".join(lines)
+
+
+def format_check(rows: list[dict]) -> str:
+    lines = []
+    for r in rows:
+        mark = "ok  " if r["ok"] else "FAIL"
+        lines.append(f"{mark} {r['exercise']:24s} {r['what']:32s} {r['detail']}")
+    bad = sum(not r["ok"] for r in rows)
+    lines.append(f"\n{len(rows) - bad}/{len(rows)} checks of the exercises themselves passed."
+                 if bad else f"\nAll {len(rows)} checks passed: every reference solution passes, "
+                 "every starter fails, every known-wrong variant fails with its hint.")
+    return "\n".join(lines)
+
+
+def rel(path: Path | str) -> str:
+    return _rel(str(path))

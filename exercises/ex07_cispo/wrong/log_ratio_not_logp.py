@@ -1,0 +1,14 @@
+"""Known-wrong: the weight multiplies the log-ratio instead of log pi (same gradient, wrong value)."""
+import torch
+
+HINT = ("Your gradient is right but the loss value is not: the weight multiplies the "
+        "log-probability of the token under the current policy, not a difference of two "
+        "log-probabilities.")
+
+
+def cispo_loss(logp, old_logp, adv, mask, eps_high=0.28, eps_low=None):
+    lr = torch.where(mask, logp - old_logp, torch.zeros_like(logp))
+    lo = 0.0 if eps_low is None else 1 - eps_low
+    weight = torch.exp(lr).clamp(lo, 1 + eps_high).detach()
+    loss_tok = -weight * adv[:, None] * lr
+    return loss_tok.sum() / mask.sum().clamp_min(1)

@@ -1,0 +1,20 @@
+"""Known-wrong: returns = advantages (the values are not added back)."""
+import torch
+
+HINT = ("Your advantages are right but your returns are not. The returns are the regression "
+        "targets of the value function, so they are built from both the advantages and the values.")
+
+
+def gae(rewards, values, mask, gamma=1.0, lam=0.95):
+    r = torch.where(mask, rewards, torch.zeros_like(rewards))
+    v = torch.where(mask, values, torch.zeros_like(values))
+    B, T = r.shape
+    next_v, next_a = r.new_zeros(B), r.new_zeros(B)
+    adv = torch.zeros_like(r)
+    for t in reversed(range(T)):
+        a_t = r[:, t] + gamma * next_v - v[:, t] + gamma * lam * next_a
+        valid = mask[:, t]
+        adv[:, t] = torch.where(valid, a_t, torch.zeros_like(a_t))
+        next_v = torch.where(valid, v[:, t], next_v)
+        next_a = torch.where(valid, a_t, next_a)
+    return adv, adv.clone()

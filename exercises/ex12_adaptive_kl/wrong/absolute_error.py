@@ -1,0 +1,8 @@
+"""Known-wrong: the error is current - target instead of current / target - 1."""
+HINT = ("Your error is measured in the units of the KL. The controller uses the error relative to "
+        "the target, so that it behaves the same for small and large targets.")
+
+
+def adaptive_kl_update(beta, current_kl, target_kl, n_steps, horizon):
+    e = min(max(current_kl - target_kl, -0.2), 0.2)
+    return float(beta * (1 + e * n_steps / horizon))

@@ -1,0 +1,8 @@
+"""Known-wrong: beta decreases when the KL is above target."""
+HINT = ("Your beta moves the wrong way: when the measured KL is above its target, the penalty must "
+        "get stronger, not weaker.")
+
+
+def adaptive_kl_update(beta, current_kl, target_kl, n_steps, horizon):
+    e = min(max(1 - current_kl / target_kl, -0.2), 0.2)
+    return float(beta * (1 + e * n_steps / horizon))
