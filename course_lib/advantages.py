@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .masking import check_mask, check_tensor
+from .masking import check_eps, check_mask, check_tensor
 
 
 def _groups(rewards, group_size, *, min_size: int = 2) -> Tensor:
@@ -43,8 +43,7 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True,
     A group whose rewards are all equal gets exactly 0 (no signal), not a rounding residue / eps.
     """
     r_grp = _groups(rewards, group_size)                        # [P, G]
-    if not isinstance(eps, (int, float)) or eps < 0:
-        raise ValueError(f"eps must be a number >= 0, got {eps!r}")
+    check_eps(eps, "eps")
     adv_grp = r_grp - r_grp.mean(dim=1, keepdim=True)           # [P, G]
     if scale:
         adv_grp = adv_grp / (r_grp.std(dim=1, keepdim=True) + eps)
@@ -67,7 +66,10 @@ def rloo_advantages(rewards: Tensor, group_size: int) -> Tensor:
     """
     r_grp = _groups(rewards, group_size)                        # [P, G]
     others_mean = (r_grp.sum(dim=1, keepdim=True) - r_grp) / (group_size - 1)   # [P, G]
-    return (r_grp - others_mean).reshape(-1)                    # [B]
+    adv_grp = r_grp - others_mean                               # [P, G]
+    has_signal = (r_grp != r_grp[:, :1]).any(dim=1, keepdim=True)   # [P, 1]
+    adv_grp = torch.where(has_signal, adv_grp, torch.zeros_like(adv_grp))   # exact 0, no residue
+    return adv_grp.reshape(-1)                                  # [B]
 
 
 def signal_probability(pass_rate, group_size: int) -> Tensor:

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .masking import LOG_RATIO_CLAMP, check_token_inputs, zero_padding
+from .masking import LOG_RATIO_CLAMP, check_tensor, check_token_inputs, zero_padding
 
 
 def _log_r(logp: Tensor, ref_logp: Tensor, mask: Tensor | None) -> Tensor:
@@ -69,6 +69,8 @@ def kl_estimate(logp: Tensor, ref_logp: Tensor, mask: Tensor | None = None, kind
 
 def categorical_kl(logp_p: Tensor, logp_q: Tensor) -> Tensor:
     """Exact KL(p || q) = sum_x p(x) (log p(x) - log q(x)) over the last dim. [..., V] -> [...]."""
+    check_tensor(logp_p, "logp_p", floating=True)
+    check_tensor(logp_q, "logp_q", floating=True)
     if logp_p.shape != logp_q.shape:
         raise ValueError(f"logp_q must have the shape of logp_p {tuple(logp_p.shape)}, "
                          f"got {tuple(logp_q.shape)}")
