@@ -87,8 +87,8 @@ def adaptive_kl_update(beta: float, current_kl: float, target_kl: float, n_steps
     for name, v in (("beta", beta), ("target_kl", target_kl)):
         if not isinstance(v, (int, float)) or v <= 0:
             raise ValueError(f"{name} must be a number > 0, got {v!r}")
-    if not isinstance(current_kl, (int, float)):
-        raise ValueError(f"current_kl must be a number, got {current_kl!r}")
+    if isinstance(current_kl, bool) or not isinstance(current_kl, (int, float)) or current_kl != current_kl:
+        raise ValueError(f"current_kl must be a number (not NaN), got {current_kl!r}")
     for name, v in (("n_steps", n_steps), ("horizon", horizon)):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")

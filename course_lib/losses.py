@@ -156,12 +156,13 @@ def cispo_loss(logp, old_logp, adv, mask, *, eps_low=None, eps_high=0.28,
     """CISPO (MiniMax-M1): clip the importance weight, not the objective: -sg(clip(r)) A log pi.
 
     Differs from PPO here: the clipped ratio is a detached weight on log pi, so a token outside
-    the range keeps a bounded gradient instead of none. eps_low=None: no lower bound (the paper).
+    the range keeps a bounded gradient instead of none. eps_low=None: no lower bound (the paper;
+    verl's example writes clip_ratio_low=10 for the same thing, which is accepted too).
     """
-    check_eps(eps_low, "eps_low", allow_none=True, upper=1.0)
+    check_eps(eps_low, "eps_low", allow_none=True)      # >= 1 is allowed: verl's example uses 10
     check_eps(eps_high, "eps_high")
     ratio, adv_tok, weight = _prepare(logp, old_logp, adv, mask, is_weight)
-    lo = 0.0 if eps_low is None else 1 - eps_low
+    lo = 0.0 if eps_low is None else max(1 - eps_low, 0.0)   # a ratio is > 0: a bound <= 0 is none
     clipped_weight = ratio.clamp(lo, 1 + eps_high).detach()                  # [B, T]
     loss_tok = -clipped_weight * adv_tok * zero_padding(logp, mask)           # [B, T]
     loss = aggregate(_apply_weight(loss_tok, weight), mask, agg, max_len)

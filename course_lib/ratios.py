@@ -17,7 +17,7 @@ def log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
 
 def clip_bounds(eps_low: float | None, eps_high: float | None) -> tuple[float, float]:
     """[1 - eps_low, 1 + eps_high]; a None side is unbounded (0 below, inf above)."""
-    lo = 0.0 if eps_low is None else 1.0 - eps_low
+    lo = 0.0 if eps_low is None else max(1.0 - eps_low, 0.0)
     hi = float("inf") if eps_high is None else 1.0 + eps_high
     return lo, hi
 

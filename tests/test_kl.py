@@ -178,6 +178,15 @@ def test_adaptive_kl_raises_beta_above_target_and_lowers_it_below():
 
 # ---------------------------------------------------------------- bad input
 
+@pytest.mark.parametrize("kwargs, word", [({"current_kl": float("nan")}, "current_kl"),
+                                          ({"beta": 0.0}, "beta"), ({"target_kl": -1.0}, "target_kl"),
+                                          ({"n_steps": 0}, "n_steps"), ({"horizon": 2.5}, "horizon")])
+def test_adaptive_kl_rejects_bad_input_naming_the_argument(kwargs, word):
+    args = dict(beta=0.1, current_kl=0.1, target_kl=0.1, n_steps=64, horizon=10000) | kwargs
+    with pytest.raises(ValueError, match=word):
+        kl.adaptive_kl_update(**args)
+
+
 def test_unknown_kl_kind_lists_the_kinds():
     with pytest.raises(ValueError, match=r"kind must be one of \['k1', 'k2', 'k3'\], got 'k4'"):
         kl.kl_estimate(torch.zeros(2, 3), torch.zeros(2, 3), kind="k4")

@@ -408,10 +408,16 @@ def test_eps_out_of_range_raises_and_names_the_knob(name):
     bt = make_batch(0)
     args = (bt["logp"], bt["old_logp"], bt["adv"], bt["mask"])
     fn = L.LOSSES[name]
-    for knob, bad in (("eps_low", -0.1), ("eps_low", 1.0), ("eps_low", float("nan")),
-                      ("eps_high", -0.01), ("eps_high", "0.2")):
+    bad_low = [-0.1, float("nan")] + ([] if name == "cispo" else [1.0])   # CISPO: >= 1 means no bound
+    for knob, bad in [("eps_low", b) for b in bad_low] + [("eps_high", -0.01), ("eps_high", "0.2")]:
         with pytest.raises(ValueError, match=knob):
             fn(*args, **{knob: bad})
+
+
+def test_cispo_accepts_verls_literal_clip_ratio_low_of_10_as_no_lower_bound():
+    verl_literal = _c("cispo", -1.0, eps_low=10.0, eps_high=0.2)
+    assert verl_literal == pytest.approx(_c("cispo", -1.0, eps_low=None, eps_high=0.2), abs=1e-12)
+    assert verl_literal[0] == pytest.approx(-0.5)                     # r = 0.5 keeps its full weight
 
 
 def test_ppo_family_rejects_dual_clip_at_or_below_one():
