@@ -38,7 +38,7 @@ class ToyConfig:
     max_new_tokens: int = 6            # generation budget; a correct answer needs at most 4
     # --- warm start (supervised, on deliberately imperfect answers) ---------------------------
     warm_steps: int = 800              # at most this many supervised steps; 0: RL from a random policy
-    warm_target: float | None = 0.4    # stop once greedy accuracy on 512 training prompts reaches it
+    warm_target: float | None = 0.3    # stop once greedy accuracy on 512 training prompts reaches it
     warm_batch: int = 256
     warm_lr: float = 5e-3
     warm_noise: float = 0.2            # share of warm-start answers that are wrong

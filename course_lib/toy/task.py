@@ -143,3 +143,14 @@ def imperfect_answers(prompts: Tensor, noise: float, generator: torch.Generator,
         toks = toks[:max_len]
         rows.append(toks + [PAD] * (max_len - len(toks)))
     return torch.tensor(rows, dtype=torch.long)
+
+
+def carry_class(prompts: Tensor) -> list[str]:
+    """Kind of each sum [N]: "no carry", "units carry" (a0 + b0 >= 10), "tens carry" (the tens
+    overflow into a third digit without a units carry) or "both carry"."""
+    a, b = decode_operands(prompts)
+    units = (a % 10 + b % 10) >= 10
+    tens = (a // 10 + b // 10 + units.long()) >= 10
+    names = {(False, False): "no carry", (True, False): "units carry",
+             (False, True): "tens carry", (True, True): "both carry"}
+    return [names[(bool(u), bool(t))] for u, t in zip(units, tens)]
