@@ -105,8 +105,8 @@ def main(argv=None) -> None:
     kv, nokv = cache_check(probe, device)
     print(f"sampling one smoke batch: {kv:,.0f} tok/s with the KV cache, {nokv:,.0f} tok/s re-running "
           f"the prefix ({kv / nokv:.2f}x)\n")
-    head = (f"{'size':<6}{'seed':>5}{'warm s':>8}{'RL s':>8}{'steps':>7}{'reward 0->end':>15}"
-            f"{'held-out 0->end':>17}{'target at s':>13}{'sample tok/s':>14}{'learn tok/s':>13}"
+    head = (f"{'size':<6}{'seed':>5}{'warm s':>8}{'RL s':>8}{'RL cpu s':>9}{'steps':>7}{'reward 0->end':>15}"
+            f"{'held-out 0->end':>17}{'target at s (wall/cpu)':>23}{'sample tok/s':>14}{'learn tok/s':>13}"
             f"{'MFU samp':>10}{'MFU learn':>11}")
     rows, finals = [], {}
     for size in a.sizes:
@@ -122,8 +122,9 @@ def main(argv=None) -> None:
             r0, r1 = statistics.mean(rew[:10]), statistics.mean(rew[-10:])   # first / last 10 steps
             kind, thr = TARGETS[size]
             goal = acc0 + thr if kind == "gain" else thr
-            hit = next((r["time/elapsed_s"] for r in hist.rows
-                        if r.get("acc/heldout", float("nan")) >= goal), None)
+            hit = next((r for r in hist.rows if r.get("acc/heldout", float("nan")) >= goal), None)
+            hit = None if hit is None else f"{hit['time/elapsed_s']:.0f} / {hit['time/elapsed_cpu_s']:.0f}"
+            rl_cpu = hist.rows[-1]["time/elapsed_cpu_s"]
             steps = hist.rows[1:]
             s_tok = sum(r["speed/sample_tok_s"] * r["time/sample_s"] for r in steps)
             s_time = sum(r["time/sample_s"] for r in steps)
@@ -131,9 +132,9 @@ def main(argv=None) -> None:
             l_tok = sum(r.get("speed/learn_tok_s", 0.0) * r.get("time/learn_s", 0.0) for r in steps)
             mfu_s = sum(r["flops/sample"] for r in steps) / s_time / peak
             mfu_l = sum(r.get("flops/learn", 0.0) for r in steps) / l_time / peak
-            line = (f"{size:<6}{seed:>5}{hist.warm_start_s:>8.1f}{rl_s:>8.1f}{cfg.steps:>7}"
+            line = (f"{size:<6}{seed:>5}{hist.warm_start_s:>8.1f}{rl_s:>8.1f}{rl_cpu:>9.1f}{cfg.steps:>7}"
                     f"{f'{r0:.2f} -> {r1:.2f}':>15}{f'{acc0:.3f} -> {acc1:.3f}':>17}"
-                    f"{('-' if hit is None else f'{hit:.0f}'):>13}{s_tok / s_time:>14,.0f}"
+                    f"{('-' if hit is None else hit):>23}{s_tok / s_time:>14,.0f}"
                     f"{l_tok / l_time:>13,.0f}{mfu_s:>10.1%}{mfu_l:>11.1%}")
             rows.append(line)
             finals.setdefault(size, []).append(acc1)

@@ -46,6 +46,7 @@ METRICS: dict[str, str] = {
     "time/learn_s": "Seconds spent in the learner's forward/backward/optimiser passes this step.",
     "time/step_s": "Wall-clock seconds of the whole step (sampling, rewards, recomputing log-probs, learning, evaluation).",
     "time/elapsed_s": "Wall-clock seconds since the start of RL (warm start excluded).",
+    "time/elapsed_cpu_s": "CPU seconds used by this process since the start of RL (all threads): on a shared machine a steadier cost measure than wall time.",
     "speed/sample_tok_s": "Sampled response tokens per second of sampling time.",
     "speed/learn_tok_s": "Token positions (prompt + response) per second through the learner's forward and backward passes.",
     "flops/sample": "Model FLOPs of this step's sampling, counted as if each token were computed once (KV cache).",

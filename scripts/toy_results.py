@@ -30,11 +30,11 @@ def _job(args):
     import torch
     torch.set_num_threads(threads)
     from course_lib.toy.config import make_config
-    from course_lib.toy.experiments import COMPARISONS, thin
+    from course_lib.toy.experiments import COMPARISONS, thin, to_columns
     from course_lib.toy.trainer import train
     cfg = COMPARISONS[name].configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
-    return name, label, seed, thin(h, KEYS, every=2).to_json()
+    return name, label, seed, to_columns(thin(h, KEYS, every=2).to_json())
 
 
 def main(argv=None) -> None:
@@ -60,7 +60,7 @@ def main(argv=None) -> None:
             results[name][label][seed] = hist
             pending[name] -= 1
             print(f"[{time.time() - t0:7.1f}s] {name} / {label} / seed {seed}: "
-                  f"held-out acc {hist['rows'][-1].get('acc/heldout', float('nan')):.3f}", flush=True)
+                  f"held-out acc {hist['columns']['acc/heldout'][-1]:.3f}", flush=True)
             if pending[name] == 0:
                 meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": a.seeds,
                         "steps": a.steps, "command": command.strip(), "threads_per_run": a.threads,

@@ -151,3 +151,27 @@ def test_history_round_trips_through_json(tmp_path):
     back = load_histories(tmp_path / "h.json")
     assert back["a"].series("acc/heldout") == h.series("acc/heldout")
     assert len(back["b"]) == 2 and back["b"][1].config == h.config
+
+
+def test_result_files_round_trip_through_columns(tmp_path):
+    import json
+    from course_lib.toy.experiments import from_columns, load_results, thin, to_columns
+    h = train(TINY, progress=False)
+    small = thin(h, ["acc/heldout", "reward/mean"], every=1)
+    col = to_columns(small.to_json())
+    assert from_columns(col).rows == small.rows
+    path = tmp_path / "toy_x.json"
+    path.write_text(json.dumps({"meta": {"finished": "now"}, "runs": {"a": [col]}}))
+    meta, runs = load_results(path)
+    assert runs["a"][0].series("reward/mean") == h.series("reward/mean")
+
+
+def test_clip_higher_mechanism_uses_one_batch_and_reports_both_bounds():
+    from course_lib.toy.experiments import clip_higher_mechanism, zero_signal_share
+    res = clip_higher_mechanism(replace(TINY, warm_steps=60), epochs=2)
+    assert set(res) == {0.2, 0.28} and res[0.2]["n"] == res[0.28]["n"] and res[0.2]["p_old"] == res[0.28]["p_old"]
+    rows = zero_signal_share(replace(TINY, warm_steps=60), temperatures=(1.0,), group_sizes=(2, 8),
+                             n_prompts=8, per_prompt=8)
+    by_g = {r["G"]: r for r in rows}
+    assert by_g[8]["predicted"] <= by_g[2]["predicted"] + 1e-12     # E[p^G + (1-p)^G] falls with G
+    assert all(0.0 <= r["measured"] <= 1.0 for r in rows)

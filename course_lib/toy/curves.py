@@ -83,3 +83,13 @@ def seed_values(runs: dict, key: str, *, last_n: int = 20) -> dict:
 def describe(keys) -> str:
     """'key: definition' lines for the given metric keys (from the glossary)."""
     return "\n".join(f"{k}: {METRICS[k]}" for k in keys)
+
+
+def source_excerpt(fn, start: str, end: str | None = None) -> str:
+    """The lines of ``fn``'s source from the first line containing ``start`` up to (not
+    including) the first later line containing ``end``: show library code, never retype it."""
+    import inspect
+    lines = inspect.getsource(fn).splitlines()
+    i = next(k for k, line in enumerate(lines) if start in line)
+    j = next((k for k in range(i + 1, len(lines)) if end and end in lines[k]), len(lines))
+    return "\n".join(lines[i:j])

@@ -87,13 +87,17 @@ COMPARISONS: dict[str, Comparison] = {
 
 
 def run_comparison(name: str, *, seeds=(0,), steps: int | None = None, base: ToyConfig | None = None,
-                   progress: bool = True) -> dict:
-    """Train every variant of a comparison for each seed -> {label: [History per seed]}."""
+                   only=None, progress: bool = True) -> dict:
+    """Train the variants of a comparison (all, or the labels in ``only``) for each seed
+    -> {label: [History per seed]}."""
     comp = COMPARISONS[name]
     base = base or make_config("smoke")
-    out: dict = {label: [] for label in comp.variants}
+    labels = list(comp.variants) if only is None else list(only)
+    out: dict = {label: [] for label in labels}
     for seed in seeds:
         for label, cfg in comp.configs(base, seed=seed, steps=steps).items():
+            if label not in out:
+                continue
             out[label].append(train(cfg, progress=progress, desc=f"{label} (seed {seed})"))
     return out
 
@@ -204,9 +208,36 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
     return rows
 
 
+def to_columns(hist_json: dict) -> dict:
+    """History JSON (one dict per row) -> columns {key: [value or None per row]}: a third the size."""
+    rows = hist_json["rows"]
+    keys = sorted({k for r in rows for k in r})
+    cols = {k: [r.get(k) for r in rows] for k in keys}
+    return {"config": hist_json["config"], "warm_start_s": hist_json.get("warm_start_s", 0.0),
+            "columns": cols}
+
+
+def from_columns(d: dict) -> History:
+    cols = d["columns"]
+    n = len(cols["step"])
+    rows = [{k: v[i] for k, v in cols.items() if v[i] is not None} for i in range(n)]
+    return History.from_json({"config": d["config"], "rows": rows, "warm_start_s": d["warm_start_s"]})
+
+
 def load_results(path) -> tuple[dict, dict]:
     """A result file of scripts/toy_results.py -> (meta, {label: [History per seed]})."""
     import json
     with open(path) as f:
         raw = json.load(f)
-    return raw["meta"], {label: [History.from_json(h) for h in hs] for label, hs in raw["runs"].items()}
+    load = lambda h: from_columns(h) if "columns" in h else History.from_json(h)   # noqa: E731
+    return raw["meta"], {label: [load(h) for h in hs] for label, hs in raw["runs"].items()}
+
+
+def precomputed(name: str, data_dir="data") -> dict:
+    """Load ``<data_dir>/toy_<name>.json`` and print the label every precomputed figure carries:
+    when it was made, seeds x steps, and the command that regenerates it."""
+    import os
+    meta, runs = load_results(os.path.join(data_dir, f"toy_{name}.json"))
+    print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps; "
+          f"regenerate with: python scripts/toy_results.py --only {name}")
+    return runs

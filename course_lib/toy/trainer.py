@@ -231,8 +231,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
 
     hist = History(config=config_record(cfg), warm_start_s=warm_s)
     hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, T_max),
-                      "samples/drawn": 0, "time/elapsed_s": 0.0})
-    drawn, t_start = 0, time.perf_counter()
+                      "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
+    drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
     bar = tqdm(range(1, cfg.steps + 1), desc=desc or str(cfg.loss), disable=not progress,
                leave=True, mininterval=1.0)
     for step in bar:
@@ -289,7 +289,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
         prompts, responses, mask, rollout_logp, r = (x[: n_keep * G] for x in
                                                      (prompts, responses, mask, rollout_logp, r))
         if n_keep == 0:                                       # nothing to learn from this step
-            hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start))
+            hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start, cpu_start))
             continue
 
         # ---- 2. advantages (ALGO) -----------------------------------------------------------
@@ -366,7 +366,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
         row.setdefault("kl/penalty", 0.0)
         row.update({"ratio/max": ratio_max, "lr": lr, "time/learn_s": t_learn,
                     "speed/learn_tok_s": learn_tok / max(t_learn, 1e-9), "flops/learn": flops_learn})
-        hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start))
+        hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start, cpu_start))
         if progress and "acc/heldout" in hist.rows[-1]:
             bar.set_postfix_str(f"held-out acc {hist.rows[-1]['acc/heldout']:.3f}")
     bar.close()
@@ -375,12 +375,13 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
 
 
 def _finish_row(row: dict, cfg: ToyConfig, model: TinyGPT, held_prompts, step: int,
-                t_step: float, t_start: float) -> dict:
+                t_step: float, t_start: float, cpu_start: float) -> dict:
     if step % cfg.eval_every == 0 or step == cfg.steps:
         row["acc/heldout"] = heldout_accuracy(model, held_prompts, cfg.max_new_tokens)
     now = time.perf_counter()
     row["time/step_s"] = now - t_step
     row["time/elapsed_s"] = now - t_start
+    row["time/elapsed_cpu_s"] = time.process_time() - cpu_start
     check_keys(k for k in row if k != "step")
     return row
 
