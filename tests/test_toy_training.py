@@ -163,13 +163,15 @@ def test_result_files_round_trip_through_columns(tmp_path):
     path = tmp_path / "toy_x.json"
     path.write_text(json.dumps({"meta": {"finished": "now"}, "runs": {"a": [col]}}))
     meta, runs = load_results(path)
-    assert runs["a"][0].series("reward/mean") == h.series("reward/mean")
+    got, want = runs["a"][0].series("reward/mean"), h.series("reward/mean")
+    assert got[0] == want[0] and got[1] == pytest.approx(want[1], rel=1e-3)   # 4 significant digits
 
 
 def test_clip_higher_mechanism_uses_one_batch_and_reports_both_bounds():
     from course_lib.toy.experiments import clip_higher_mechanism, zero_signal_share
     res = clip_higher_mechanism(replace(TINY, warm_steps=60), epochs=2)
-    assert set(res) == {0.2, 0.28} and res[0.2]["n"] == res[0.28]["n"] and res[0.2]["p_old"] == res[0.28]["p_old"]
+    assert set(res) == {0.2, 0.28} and res[0.2]["n"] == res[0.28]["n"]          # the same batch
+    assert all(0.0 <= r["high_frac"] <= 1.0 for r in res.values())
     rows = zero_signal_share(replace(TINY, warm_steps=60), temperatures=(1.0,), group_sizes=(2, 8),
                              n_prompts=8, per_prompt=8)
     by_g = {r["G"]: r for r in rows}
