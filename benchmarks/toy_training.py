@@ -23,8 +23,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from course_lib.toy.config import make_config            # noqa: E402
+from course_lib.toy.experiments import error_analysis   # noqa: E402
 from course_lib.toy.policy import sample                 # noqa: E402
-from course_lib.toy.task import AdditionTask, carry_class   # noqa: E402
+from course_lib.toy.task import AdditionTask             # noqa: E402
 from course_lib.toy.trainer import build_model, train, warm_start   # noqa: E402
 
 TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95)}
@@ -66,20 +67,13 @@ def cache_check(cfg, device) -> tuple[float, float]:
     return rates[0], rates[1]
 
 
-def final_breakdown(hist, cfg, device) -> str:
-    """Greedy held-out accuracy of the final policy by kind of sum (where the errors are)."""
-    model = build_model(cfg).to(device)
-    model.load_state_dict(hist.final_state)
-    prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout").to(device)
-    roll = sample(model, prompts, cfg.max_new_tokens, greedy=True)
-    ok = AdditionTask.reward(prompts, roll.responses)
-    kinds = carry_class(prompts)
-    parts = []
-    for name in ("no carry", "units carry", "tens carry", "both carry"):
-        sel = [i for i, k in enumerate(kinds) if k == name]
-        if sel:
-            parts.append(f"{name} {float(ok[sel].mean()):.3f} (n={len(sel)})")
-    return ", ".join(parts)
+def final_breakdown(hist, cfg) -> str:
+    """Greedy held-out accuracy of the final policy by kind of sum, and how many of its errors
+    RL can no longer see (all 8 samples wrong: a zero-signal group)."""
+    ea = error_analysis(cfg, hist.final_state)
+    parts = [f"{k} {acc:.3f} (n={n})" for k, (acc, n) in ea["by_kind"].items()]
+    return (", ".join(parts) + f"; {ea['wrong']} wrong prompts, of which {ea['stuck']:.0%} have all "
+            f"8 samples wrong (no signal)")
 
 
 def main(argv=None) -> None:
@@ -139,7 +133,7 @@ def main(argv=None) -> None:
             rows.append(line)
             finals.setdefault(size, []).append(acc1)
             print(head if len(rows) == 1 else "", line, sep="\n" if len(rows) == 1 else "", flush=True)
-            print(f"      final greedy accuracy by kind of sum: {final_breakdown(hist, cfg, device)}",
+            print(f"      final greedy accuracy by kind of sum: {final_breakdown(hist, cfg)}",
                   flush=True)
     print("\n" + head)
     print("\n".join(rows))

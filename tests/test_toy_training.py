@@ -177,3 +177,13 @@ def test_clip_higher_mechanism_uses_one_batch_and_reports_both_bounds():
     by_g = {r["G"]: r for r in rows}
     assert by_g[8]["predicted"] <= by_g[2]["predicted"] + 1e-12     # E[p^G + (1-p)^G] falls with G
     assert all(0.0 <= r["measured"] <= 1.0 for r in rows)
+
+
+def test_error_analysis_counts_wrong_prompts_by_kind():
+    from course_lib.toy.experiments import error_analysis
+    h = train(TINY, progress=False)
+    ea = error_analysis(TINY, h.final_state)
+    assert sum(n for _, n in ea["by_kind"].values()) == TINY.n_heldout
+    wrong = sum(round((1 - acc) * n) for acc, n in ea["by_kind"].values())
+    assert wrong == ea["wrong"]
+    assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0

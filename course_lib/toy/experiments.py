@@ -241,3 +241,38 @@ def precomputed(name: str, data_dir="data") -> dict:
     print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps; "
           f"regenerate with: python scripts/toy_results.py --only {name}")
     return runs
+
+
+def error_analysis(cfg: ToyConfig, state: dict, *, samples: int = 8, seed: int = 0) -> dict:
+    """Where a trained policy still fails on the held-out prompts, and whether RL can still see it.
+
+    Returns {"by_kind": {kind: (greedy accuracy, n)} for the carry classes of ``task.carry_class``,
+    "wrong": number of prompts greedy decoding gets wrong, "stuck": the share of those whose
+    ``samples`` responses at the training temperature are all wrong, i.e. a group of that size
+    would carry no signal and GRPO could not fix them}.
+    """
+    import torch
+
+    from .policy import sample
+    from .task import AdditionTask, carry_class
+    from .trainer import build_model
+    device = cfg.resolved_device()
+    model = build_model(cfg).to(device)
+    model.load_state_dict(state)
+    prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout").to(device)
+    ok = AdditionTask.reward(prompts, sample(model, prompts, cfg.max_new_tokens, greedy=True).responses)
+    kinds = carry_class(prompts)
+    by_kind = {}
+    for kind in ("no carry", "units carry", "tens carry", "both carry"):
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        if idx:
+            by_kind[kind] = (float(ok[idx].mean()), len(idx))
+    wrong = prompts[ok == 0]
+    stuck = float("nan")
+    if len(wrong):
+        g = torch.Generator(device=device).manual_seed(seed)
+        rep = wrong.repeat_interleave(samples, dim=0)
+        roll = sample(model, rep, cfg.max_new_tokens, temperature=cfg.temperature, generator=g)
+        r = AdditionTask.reward(rep, roll.responses).view(len(wrong), samples)
+        stuck = float((r.sum(dim=1) == 0).float().mean())
+    return {"by_kind": by_kind, "wrong": int(len(wrong)), "stuck": stuck}
