@@ -29,12 +29,12 @@ def smooth(ys: list, window: int) -> list:
 
 
 def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title: str | None = None,
-              figsize=(11, 3.2)):
+              figsize=(11, 3.2), dpi: int = 72):
     """One panel per metric key; one colour per label, one line per seed (solid, dashed, dotted).
 
     x="step" or "samples/drawn" (responses sampled so far). Returns the Figure.
     """
-    fig, axes = plt.subplots(1, len(keys), figsize=figsize, squeeze=False)
+    fig, axes = plt.subplots(1, len(keys), figsize=figsize, squeeze=False, dpi=dpi)
     styles = ["-", "--", ":", "-."]
     for ax, key in zip(axes[0], keys):
         for ci, (label, hists) in enumerate(_runs(runs).items()):
@@ -93,3 +93,14 @@ def source_excerpt(fn, start: str, end: str | None = None) -> str:
     i = next(k for k, line in enumerate(lines) if start in line)
     j = next((k for k in range(i + 1, len(lines)) if end and end in lines[k]), len(lines))
     return "\n".join(lines[i:j])
+
+
+def value_at(h, key: str, x_key: str, x: float) -> float:
+    """The last logged value of ``key`` at a row whose ``x_key`` is <= x (e.g. accuracy after a
+    budget of responses sampled). NaN when there is none."""
+    best = float("nan")
+    for r in h.rows:
+        v = r.get(key)
+        if r.get(x_key, float("inf")) <= x and v is not None and v == v:
+            best = v
+    return best
