@@ -32,7 +32,8 @@ def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title
               figsize=(11, 3.2), dpi: int = 72):
     """One panel per metric key; one colour per label, one line per seed (solid, dashed, dotted).
 
-    x="step" or "samples/drawn" (responses sampled so far). Returns the Figure.
+    x="step" or "samples/drawn" (responses sampled so far). Returns the (closed) Figure: make it
+    a cell's last expression to show it.
     """
     fig, axes = plt.subplots(1, len(keys), figsize=figsize, squeeze=False, dpi=dpi)
     styles = ["-", "--", ":", "-."]
@@ -55,6 +56,7 @@ def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's value, not again by the inline backend
     return fig
 
 
