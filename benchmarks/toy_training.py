@@ -3,6 +3,7 @@
     python benchmarks/toy_training.py                    # smoke (seed 0) and cpu (seeds 0 1 2)
     python benchmarks/toy_training.py --sizes smoke --seeds 0
     python benchmarks/toy_training.py --sizes gpu        # on a machine with CUDA
+    python benchmarks/toy_training.py --sizes cpu --set group_size=16 prompts_per_step=32
 
 Prints one table row per run: warm-start and RL wall time, reward and greedy held-out accuracy
 at the start and the end, the time at which the size's target was first met, sampling and learning
@@ -12,6 +13,7 @@ script measures itself. Read its output; no unit test times anything.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import platform
 import statistics
@@ -86,8 +88,14 @@ def main(argv=None) -> None:
                         "than 2 on a shared 2-core machine)")
     p.add_argument("--device", default="auto")
     p.add_argument("--steps", type=int, default=None, help="override the size's step count (quick checks)")
+    p.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help="override config fields, e.g. --set group_size=16 prompts_per_step=32")
     p.add_argument("--progress", action="store_true")
     a = p.parse_args(argv)
+    overrides = {}
+    for item in a.set:
+        name, _, value = item.partition("=")
+        overrides[name] = ast.literal_eval(value) if value[:1] in "0123456789-.[(" or value in ("True", "False", "None") else value
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)
     probe = make_config("smoke", device=a.device)
@@ -95,6 +103,8 @@ def main(argv=None) -> None:
     peak = matmul_peak(device)
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"device {device}, {a.threads} thread(s); load average {os.getloadavg()[0]:.2f}")
+    if overrides:
+        print(f"config overrides: {overrides}")
     print(f"measured float32 matmul peak (1024^3, best of 5): {peak / 1e9:.1f} GFLOP/s")
     kv, nokv = cache_check(probe, device)
     print(f"sampling one smoke batch: {kv:,.0f} tok/s with the KV cache, {nokv:,.0f} tok/s re-running "
@@ -106,7 +116,8 @@ def main(argv=None) -> None:
     for size in a.sizes:
         seeds = a.seeds if a.seeds is not None else ([0] if size == "smoke" else [0, 1, 2])
         for seed in seeds:
-            cfg = make_config(size, seed=seed, device=a.device, **({"steps": a.steps} if a.steps else {}))
+            cfg = make_config(size, seed=seed, device=a.device, **({"steps": a.steps} if a.steps else {}),
+                              **overrides)
             t0 = time.perf_counter()
             hist = train(cfg, progress=a.progress, desc=f"{size} seed {seed}")
             wall = time.perf_counter() - t0

@@ -7,7 +7,6 @@ values of earlier positions (the KV cache), so no step re-runs the prefix.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
