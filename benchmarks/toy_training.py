@@ -74,7 +74,9 @@ def final_breakdown(hist, cfg) -> str:
     RL can no longer see (all 8 samples wrong: a zero-signal group)."""
     ea = error_analysis(cfg, hist.final_state)
     parts = [f"{k} {acc:.3f} (n={n})" for k, (acc, n) in ea["by_kind"].items()]
-    return (", ".join(parts) + f"; {ea['wrong']} wrong prompts, of which {ea['stuck']:.0%} have all "
+    acc10, n10 = ea["units_ten"]
+    return (", ".join(parts) + f"; units digits summing to exactly 10: {acc10:.3f} (n={n10})"
+            f"; {ea['wrong']} wrong prompts, of which {ea['stuck']:.0%} have all "
             f"8 samples wrong (no signal)")
 
 

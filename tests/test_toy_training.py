@@ -187,3 +187,5 @@ def test_error_analysis_counts_wrong_prompts_by_kind():
     wrong = sum(round((1 - acc) * n) for acc, n in ea["by_kind"].values())
     assert wrong == ea["wrong"]
     assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0
+    acc10, n10 = ea["units_ten"]
+    assert 0 < n10 < TINY.n_heldout and (ea["wrong"] > 0 or acc10 == 1.0)
