@@ -1,0 +1,283 @@
+"""The comparisons of chapter 07: each a claim from a paper, a base config and the variants to run
+side by side with the same seeds. The notebook runs short versions live; ``scripts/toy_results.py``
+runs them longer, over several seeds, and stores small JSON result files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .config import ToyConfig, make_config
+from .trainer import History, train
+
+
+@dataclass(frozen=True)
+class Comparison:
+    claim: str                 # what the papers say, as a testable statement
+    metric: str                # the metric that tests it
+    variants: dict             # label -> config overrides
+    base: dict = field(default_factory=dict)
+    x: str = "step"            # x axis of the curves: "step" or "samples/drawn"
+
+    def configs(self, base: ToyConfig, *, seed: int, steps: int | None = None) -> dict:
+        cfg = replace(base, **self.base, seed=seed, **({"steps": steps} if steps else {}))
+        return {label: replace(cfg, **kw) for label, kw in self.variants.items()}
+
+
+# several optimiser steps per batch at lr 5e-4 (lr 1e-3 with 4 minibatches made reward fall)
+MULTI = dict(minibatches=4, lr=5e-4)
+
+COMPARISONS: dict[str, Comparison] = {
+    "clip_higher": Comparison(
+        claim="Clip-Higher (eps_high 0.28 > eps_low 0.2) keeps the policy's entropy higher and "
+              "reaches a higher accuracy than the symmetric clip (DAPO §3.1).",
+        metric="entropy/mean",
+        base=dict(loss="ppo", **MULTI),
+        variants={"symmetric 0.2 / 0.2": dict(eps_high=0.2),
+                  "Clip-Higher 0.2 / 0.28": dict(eps_high=0.28)}),
+    "aggregation": Comparison(
+        claim="With the sequence mean (GRPO) a long wrong answer is penalised less per token than "
+              "with the token mean (DAPO), so wrong answers grow longer (DAPO §3.3, Dr. GRPO).",
+        metric="len/wrong",
+        base=dict(loss="ppo"),
+        variants={"seq-mean-token-mean": dict(agg="seq-mean-token-mean"),
+                  "token-mean": dict(agg="token-mean")}),
+    "multi_step": Comparison(
+        claim="With 4 gradient steps per batch and a noisy pi_old, CISPO (clipped weight, gradient "
+              "everywhere) learns faster than token-clip PPO and GSPO, which drop clipped tokens.",
+        metric="acc/heldout",
+        base=dict(**MULTI, mismatch="noise", logits_noise=0.5, old_logp_source="sampler"),
+        variants={"PPO token clip": dict(loss="ppo"),
+                  "GSPO": dict(loss="gspo"),
+                  "CISPO": dict(loss="cispo")}),
+    "stale_sampler": Comparison(
+        claim="A sampler one optimiser step stale (1-step asynchronous RL) biases the update; "
+              "truncated IS (TIS) removes most of the damage, masked IS (MIS) part of it.",
+        metric="acc/heldout",
+        base=dict(loss="ppo", mismatch="stale", stale_steps=1),
+        variants={"fresh sampler": dict(mismatch="none"),
+                  "stale, no correction": dict(correction="none"),
+                  "stale + TIS (cap 2)": dict(correction="tis"),
+                  "stale + MIS (cap 2)": dict(correction="mis")}),
+    "naive_old_logp": Comparison(
+        claim="Using the sampler's log-probs as pi_old (the naive setup) under sampler noise is "
+              "worse than recomputing pi_old with the learner.",
+        metric="acc/heldout",
+        base=dict(loss="ppo", mismatch="noise", logits_noise=0.5),
+        variants={"pi_old recomputed by the learner": dict(old_logp_source="learner"),
+                  "pi_old = sampler log-probs": dict(old_logp_source="sampler")}),
+    "dynamic_sampling": Comparison(
+        claim="Dynamic sampling (drop zero-signal groups, sample more) raises accuracy per step; "
+              "per response sampled it costs what it gains (DAPO §3.2).",
+        metric="acc/heldout",
+        x="samples/drawn",
+        base=dict(loss="dapo"),
+        variants={"dynamic sampling off": dict(dynamic_sampling=False),
+                  "dynamic sampling on": dict(dynamic_sampling=True)}),
+    "temperature_group": Comparison(
+        claim="Lower temperature and smaller groups give more zero-signal groups (all G answers "
+              "equal), so fewer prompts teach anything; B = P * G is held at 512.",
+        metric="groups/zero_signal_frac",
+        base=dict(loss="grpo"),
+        variants={"T 0.7, G 8": dict(temperature=0.7),
+                  "T 1.0, G 8": dict(temperature=1.0),
+                  "T 1.3, G 8": dict(temperature=1.3),
+                  "T 1.0, G 4": dict(group_size=4, prompts_per_step=128),
+                  "T 1.0, G 16": dict(group_size=16, prompts_per_step=32)}),
+}
+
+
+def run_comparison(name: str, *, seeds=(0,), steps: int | None = None, base: ToyConfig | None = None,
+                   only=None, progress: bool = True) -> dict:
+    """Train the variants of a comparison (all, or the labels in ``only``) for each seed
+    -> {label: [History per seed]}."""
+    comp = COMPARISONS[name]
+    base = base or make_config("smoke")
+    labels = list(comp.variants) if only is None else list(only)
+    out: dict = {label: [] for label in labels}
+    for seed in seeds:
+        for label, cfg in comp.configs(base, seed=seed, steps=steps).items():
+            if label not in out:
+                continue
+            out[label].append(train(cfg, progress=progress, desc=f"{label} (seed {seed})"))
+    return out
+
+
+def thin(h: History, keys, every: int = 1) -> History:
+    """A copy of a History with only ``keys`` (plus step), every ``every``-th step and eval steps,
+    values rounded to 4 significant digits: small enough to commit."""
+    rows = []
+    for r in h.rows:
+        evaluated = "acc/heldout" in r and r["acc/heldout"] == r["acc/heldout"]     # present, not NaN
+        if r["step"] % every == 0 or evaluated:
+            rows.append({"step": r["step"], **{k: float(f"{r[k]:.4g}") for k in keys if k in r}})
+    return History(config=h.config, rows=rows, warm_start_s=round(h.warm_start_s, 2))
+
+
+# ----------------------------------------------------------------------------------------------
+# mechanisms shown on one batch, where training curves at this scale cannot show them
+# ----------------------------------------------------------------------------------------------
+def _warm_policy(cfg: ToyConfig):
+    from .trainer import build_model, warm_start
+    device = cfg.resolved_device()
+    model = build_model(cfg).to(device)
+    model.load_state_dict(warm_start(cfg, device)[0])
+    return model, device
+
+
+def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int = 8,
+                          lr: float = 1e-3, low_prob: float = 0.2, seed: int = 0) -> dict:
+    """Several PPO epochs on one batch from the warm-start policy, once per eps_high.
+
+    Returns {eps_high: {"n": tokens with pi_old < low_prob and A > 0, "p_old": their mean
+    probability before, "p_new": after, "high_frac": clip/high_frac of the last epoch}}.
+    Same batch, same initial weights, same optimiser: only eps_high differs.
+    """
+    import copy
+
+    import torch
+
+    from .. import advantages, losses
+    from .policy import response_logits, sample, token_logp
+    from .task import AdditionTask
+    model, device = _warm_policy(cfg)
+    g = torch.Generator(device=device).manual_seed(seed)
+    pick = torch.Generator().manual_seed(seed)
+    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    idx = torch.randint(len(train_prompts), (cfg.prompts_per_step,), generator=pick)
+    prompts = train_prompts[idx].repeat_interleave(cfg.group_size, dim=0).to(device)   # [B, Lp]
+    roll = sample(model, prompts, cfg.max_new_tokens, temperature=cfg.temperature, generator=g)
+    r = AdditionTask.reward(prompts, roll.responses)                                     # [B]
+    adv = advantages.group_advantages(r, cfg.group_size)                                 # [B]
+    with torch.no_grad():
+        old_logp, _ = token_logp(response_logits(model, prompts, roll.responses), roll.responses,
+                                 cfg.temperature)                                        # [B, T]
+    sel = roll.mask & (old_logp.exp() < low_prob) & (adv[:, None] > 0)                  # [B, T]
+    out = {}
+    for eh in eps_highs:
+        m = copy.deepcopy(model)
+        opt = torch.optim.Adam(m.parameters(), lr=lr)
+        for _ in range(epochs):
+            logp, _ = token_logp(response_logits(m, prompts, roll.responses), roll.responses,
+                                 cfg.temperature)
+            loss, stats = losses.ppo_loss(logp, old_logp, adv, roll.mask, eps_low=0.2, eps_high=eh)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            new_logp, _ = token_logp(response_logits(m, prompts, roll.responses), roll.responses,
+                                     cfg.temperature)
+        out[eh] = {"n": int(sel.sum()), "p_old": float(old_logp.exp()[sel].mean()),
+                   "p_new": float(new_logp.exp()[sel].mean()), "high_frac": stats["clip/high_frac"]}
+    return out
+
+
+def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_sizes=(4, 8, 16),
+                      n_prompts: int = 128, per_prompt: int = 32, seed: int = 0) -> list:
+    """Share of zero-signal groups from the warm-start policy, measured and predicted.
+
+    For each temperature, ``per_prompt`` responses per prompt give each prompt's pass rate p_i;
+    they are cut into groups of G to measure the share of all-equal groups, and compared with
+    the prediction mean_i(p_i^G + (1-p_i)^G) and with the one-rate prediction
+    1 - advantages.signal_probability(mean p, G), which ignores that prompts differ.
+    Returns rows {"T", "G", "mean_p", "measured", "predicted", "one_rate"}.
+    """
+    import torch
+
+    from .. import advantages
+    from .policy import sample
+    from .task import AdditionTask
+    model, device = _warm_policy(cfg)
+    pick = torch.Generator().manual_seed(seed)
+    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    prompts = train_prompts[torch.randint(len(train_prompts), (n_prompts,), generator=pick)]
+    prompts = prompts.repeat_interleave(per_prompt, dim=0).to(device)                   # [N * K, Lp]
+    rows = []
+    for temp in temperatures:
+        g = torch.Generator(device=device).manual_seed(seed)
+        roll = sample(model, prompts, cfg.max_new_tokens, temperature=temp, generator=g)
+        r = AdditionTask.reward(prompts, roll.responses).view(n_prompts, per_prompt)    # [N, K]
+        p = r.mean(dim=1).double()                                                      # [N]
+        for G in group_sizes:
+            if per_prompt % G:
+                raise ValueError(f"group size {G} must divide per_prompt={per_prompt}")
+            measured = 1 - advantages.signal_groups(r.reshape(-1), G).double().mean()
+            predicted = (p ** G + (1 - p) ** G).mean()
+            one_rate = 1 - advantages.signal_probability(float(p.mean()), G)
+            rows.append({"T": temp, "G": G, "mean_p": float(p.mean()), "measured": float(measured),
+                         "predicted": float(predicted), "one_rate": float(one_rate)})
+    return rows
+
+
+def to_columns(hist_json: dict) -> dict:
+    """History JSON (one dict per row) -> columns {key: [value or None per row]}: a third the size."""
+    rows = hist_json["rows"]
+    keys = sorted({k for r in rows for k in r})
+    cols = {k: [r.get(k) for r in rows] for k in keys}
+    return {"config": hist_json["config"], "warm_start_s": hist_json.get("warm_start_s", 0.0),
+            "columns": cols}
+
+
+def from_columns(d: dict) -> History:
+    cols = d["columns"]
+    n = len(cols["step"])
+    rows = [{k: v[i] for k, v in cols.items() if v[i] is not None} for i in range(n)]
+    return History.from_json({"config": d["config"], "rows": rows, "warm_start_s": d["warm_start_s"]})
+
+
+def load_results(path) -> tuple[dict, dict]:
+    """A result file of scripts/toy_results.py -> (meta, {label: [History per seed]})."""
+    import json
+    with open(path) as f:
+        raw = json.load(f)
+    load = lambda h: from_columns(h) if "columns" in h else History.from_json(h)   # noqa: E731
+    return raw["meta"], {label: [load(h) for h in hs] for label, hs in raw["runs"].items()}
+
+
+def precomputed(name: str, data_dir="data") -> dict:
+    """Load ``<data_dir>/toy_<name>.json`` and print the label every precomputed figure carries:
+    when it was made, seeds x steps, and the command that regenerates it."""
+    import os
+    meta, runs = load_results(os.path.join(data_dir, f"toy_{name}.json"))
+    print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps; "
+          f"regenerate with: python scripts/toy_results.py --only {name}")
+    return runs
+
+
+def error_analysis(cfg: ToyConfig, state: dict, *, samples: int = 8, seed: int = 0) -> dict:
+    """Where a trained policy still fails on the held-out prompts, and whether RL can still see it.
+
+    Returns {"by_kind": {kind: (greedy accuracy, n)} for the carry classes of ``task.carry_class``,
+    "units_ten": (greedy accuracy, n) on the prompts whose units digits sum to exactly 10 (the
+    answer ends in 0 because of a carry: the class the CPU runs that plateau near 0.88 all miss),
+    "wrong": number of prompts greedy decoding gets wrong, "stuck": the share of those whose
+    ``samples`` responses at the training temperature are all wrong, i.e. a group of that size
+    would carry no signal and GRPO could not fix them}.
+    """
+    import torch
+
+    from .policy import sample
+    from .task import AdditionTask, carry_class, decode_operands
+    from .trainer import build_model
+    device = cfg.resolved_device()
+    model = build_model(cfg).to(device)
+    model.load_state_dict(state)
+    prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout").to(device)
+    ok = AdditionTask.reward(prompts, sample(model, prompts, cfg.max_new_tokens, greedy=True).responses)
+    kinds = carry_class(prompts)
+    by_kind = {}
+    for kind in ("no carry", "units carry", "tens carry", "both carry"):
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        if idx:
+            by_kind[kind] = (float(ok[idx].mean()), len(idx))
+    a, b = decode_operands(prompts)
+    ten = (a % 10 + b % 10) == 10                      # the answer ends in 0 because of a carry
+    units_ten = (float(ok[ten].mean()) if ten.any() else float("nan"), int(ten.sum()))
+    wrong = prompts[ok == 0]
+    stuck = float("nan")
+    if len(wrong):
+        g = torch.Generator(device=device).manual_seed(seed)
+        rep = wrong.repeat_interleave(samples, dim=0)
+        roll = sample(model, rep, cfg.max_new_tokens, temperature=cfg.temperature, generator=g)
+        r = AdditionTask.reward(rep, roll.responses).view(len(wrong), samples)
+        stuck = float((r.sum(dim=1) == 0).float().mean())
+    return {"by_kind": by_kind, "units_ten": units_ten, "wrong": int(len(wrong)), "stuck": stuck}

@@ -1,0 +1,170 @@
+"""A tiny decoder-only transformer policy, batched sampling with a KV cache, and the learner's
+log-probs of sampled responses.
+
+nanoGPT-shaped (pre-LayerNorm blocks, learned positions, untied head), about 100k parameters
+at width 64. Sampling feeds the prompt once and then one token per step, reusing the keys and
+values of earlier positions (the KV cache), so no step re-runs the prefix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+from .task import EOS, PAD, VOCAB_SIZE
+
+
+class Block(nn.Module):
+    def __init__(self, d_model: int, n_head: int):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x: Tensor, cache: dict | None, layer: int) -> Tensor:
+        B, L, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q, k, v = (z.view(B, L, self.n_head, D // self.n_head).transpose(1, 2) for z in (q, k, v))
+        if cache is None:                                        # full forward: causal mask
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:                                                    # incremental: attend to all kept keys
+            if layer in cache:
+                k = torch.cat([cache[layer][0], k], dim=2)       # [B, H, L_past + L, Dh]
+                v = torch.cat([cache[layer][1], v], dim=2)
+            cache[layer] = (k, v)
+            causal = L > 1                                       # the prompt chunk needs its own mask
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        x = x + self.proj(att.transpose(1, 2).reshape(B, L, D))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    """Decoder-only transformer over the task's 14 tokens. tokens [B, L] -> logits [B, L, V]."""
+
+    def __init__(self, n_layer: int = 2, d_model: int = 64, n_head: int = 4, block_size: int = 16):
+        super().__init__()
+        if d_model % n_head:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
+        self.block_size, self.d_model, self.n_layer = block_size, d_model, n_layer
+        self.tok = nn.Embedding(VOCAB_SIZE, d_model)
+        self.pos = nn.Embedding(block_size, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_head) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, VOCAB_SIZE, bias=False)
+        # PAD only fills the space after EOS: the policy can never emit it (a finite -1e4, not
+        # -inf, so that 0 * logp stays 0 in the entropy and float32 exp gives exactly 0)
+        bias = torch.zeros(VOCAB_SIZE)
+        bias[PAD] = -1e4
+        self.register_buffer("logit_bias", bias, persistent=False)
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, tokens: Tensor, cache: dict | None = None) -> Tensor:
+        start = 0 if cache is None else cache.get("len", 0)
+        L = tokens.shape[1]
+        if start + L > self.block_size:
+            raise ValueError(f"sequence of {start + L} tokens exceeds block_size {self.block_size}")
+        x = self.tok(tokens) + self.pos(torch.arange(start, start + L, device=tokens.device))
+        for i, blk in enumerate(self.blocks):
+            x = blk(x, cache, i)
+        if cache is not None:
+            cache["len"] = start + L
+        return self.head(self.ln_f(x)) + self.logit_bias         # [B, L, V]
+
+    def n_params(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        return n - self.tok.weight.numel() - self.pos.weight.numel() if non_embedding else n
+
+    def flops_per_token(self, context: int, backward: bool = True) -> float:
+        """Model FLOPs per token at a given context length (weights + attention scores).
+
+        Forward: 2 N + 4 n_layer d_model context (QK^T and AV); forward + backward is 3 times
+        that (the usual 6 N rule, PaLM appendix B). N excludes the embedding lookups.
+        """
+        fwd = 2 * self.n_params() + 4 * self.n_layer * self.d_model * context
+        return 3 * fwd if backward else fwd
+
+
+@dataclass
+class Rollout:
+    """One batch of sampled responses. B = P * G rows, contiguous groups."""
+    prompts: Tensor        # [B, Lp] prompt tokens
+    responses: Tensor      # [B, T] sampled tokens, PAD after EOS
+    mask: Tensor           # [B, T] bool, True up to and including the first EOS
+    rollout_logp: Tensor   # [B, T] log-prob of each sampled token under the *sampler* (0 on padding)
+    steps: int             # decoding steps run (T)
+
+
+@torch.no_grad()
+def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature: float = 1.0,
+           greedy: bool = False, generator: torch.Generator | None = None,
+           logits_noise: float = 0.0, use_cache: bool = True) -> Rollout:
+    """Sample one response per prompt row with a KV cache. prompts [B, Lp] -> Rollout.
+
+    The sampling distribution is softmax(logits / temperature + noise), noise ~ N(0, logits_noise^2)
+    drawn per position (a stand-in for an inference engine whose numbers differ from the learner's);
+    rollout_logp is the log-prob under that distribution. A finished row keeps feeding PAD, which
+    its mask excludes. use_cache=False re-runs the whole prefix every step (for comparison only).
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    B = prompts.shape[0]
+    dev = prompts.device
+    cache: dict | None = {} if use_cache else None
+    seq = prompts
+    logits = model(prompts, cache)[:, -1].float()                # [B, V]
+    toks, logps = [], []
+    done = torch.zeros(B, dtype=torch.bool, device=dev)
+    for _ in range(max_new_tokens):
+        z = logits / temperature
+        if logits_noise > 0:
+            z = z + logits_noise * torch.randn(z.shape, generator=generator, device=dev)
+        logp_all = torch.log_softmax(z, dim=-1)                  # [B, V]
+        if greedy:
+            tok = logp_all.argmax(dim=-1)
+        else:
+            tok = torch.multinomial(logp_all.exp(), 1, generator=generator)[:, 0]   # [B]
+        tok = torch.where(done, torch.full_like(tok, PAD), tok)
+        logps.append(torch.where(done, torch.zeros_like(logp_all[:, 0]),
+                                 logp_all.gather(1, tok[:, None])[:, 0]))
+        toks.append(tok)
+        done = done | (tok == EOS)
+        if bool(done.all()):
+            break
+        if use_cache:
+            logits = model(tok[:, None], cache)[:, -1].float()
+        else:
+            seq = torch.cat([prompts, torch.stack(toks, dim=1)], dim=1)
+            logits = model(seq)[:, -1].float()
+    responses = torch.stack(toks, dim=1)                         # [B, T]
+    mask = responses != PAD
+    return Rollout(prompts, responses, mask, torch.stack(logps, dim=1) * mask, responses.shape[1])
+
+
+def response_logits(model: TinyGPT, prompts: Tensor, responses: Tensor) -> Tensor:
+    """The learner's full forward: logits [B, T, V] that predicted each response token."""
+    seq = torch.cat([prompts, responses], dim=1)                 # [B, Lp + T]
+    logits = model(seq[:, :-1])                                  # position i predicts token i + 1
+    return logits[:, prompts.shape[1] - 1:].float()              # [B, T, V]
+
+
+def token_logp(logits: Tensor, responses: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
+    """Log-prob of each response token and the full log-distribution, both at ``temperature``.
+
+    logits [B, T, V] -> (logp [B, T], logp_all [B, T, V]). PAD ids are valid indices, so the
+    gather is safe; callers mask padding afterwards.
+    """
+    logp_all = torch.log_softmax(logits / temperature, dim=-1)   # [B, T, V]
+    return logp_all.gather(2, responses[..., None])[..., 0], logp_all

@@ -1,0 +1,116 @@
+"""The toy task's reward and the policy's sampler, against slow obviously-correct references."""
+import pytest
+import torch
+
+from course_lib.toy.policy import TinyGPT, response_logits, sample, token_logp
+from course_lib.toy.task import (EOS, EQUALS, PAD, PLUS, AdditionTask, answer_tokens, correctness,
+                                 encode_prompts, imperfect_answers, response_mask, to_text)
+
+
+def _resp(tokens, T=6):
+    return torch.tensor([tokens + [PAD] * (T - len(tokens))])
+
+
+def _prompt(a, b):
+    return encode_prompts(torch.tensor([a]), torch.tensor([b]))
+
+
+@pytest.mark.parametrize("a, b, response, expected", [
+    (7, 35, [4, 2, EOS], 1.0),              # "42<eos>"
+    (7, 35, [4, 2], 0.0),                   # no EOS: cut off by the budget
+    (7, 35, [0, 4, 2, EOS], 0.0),           # leading zero
+    (7, 35, [4, 3, EOS], 0.0),              # wrong digit
+    (7, 35, [4, EOS], 0.0),                 # too short
+    (7, 35, [4, 2, 0, EOS], 0.0),           # too long
+    (7, 35, [4, PLUS, 2, EOS], 0.0),        # a non-digit inside
+    (0, 0, [0, EOS], 1.0),                  # the sum 0 is written "0"
+    (0, 0, [EOS], 0.0),                     # an empty answer is not "0"
+    (99, 99, [1, 9, 8, EOS], 1.0),          # three digits
+    (50, 50, [1, 0, 0, EOS], 1.0),
+    (50, 50, [1, 0, 0, EOS, 0, 0], 1.0),    # anything after EOS is ignored (it would be PAD)
+])
+def test_reward_matches_hand_made_cases(a, b, response, expected):
+    assert float(correctness(_prompt(a, b), _resp(response))[0]) == expected
+
+
+def _slow_reward(prompt, response) -> float:
+    """String reference: decode, cut at the first <eos>, compare with str(a + b)."""
+    text = to_text(prompt.tolist())
+    a, b = int(text[:2]), int(text[3:5])
+    out = to_text(response.tolist())
+    if "<eos>" not in out:
+        return 0.0
+    return float(out.split("<eos>")[0] == str(a + b))
+
+
+def test_reward_equals_string_reference_on_random_and_near_correct_responses():
+    g = torch.Generator().manual_seed(0)
+    prompts = AdditionTask(n_heldout=300).prompts("heldout")
+    noisy = imperfect_answers(prompts, 0.5, g, 6)                # mostly near-correct strings
+    rand = torch.randint(0, 13, (300, 6), generator=g)           # arbitrary strings (no PAD)
+    for resp in (noisy, rand):
+        got = correctness(prompts, resp)
+        want = torch.tensor([_slow_reward(p, r) for p, r in zip(prompts, resp)])
+        assert torch.equal(got, want)
+    assert 0.3 < float(correctness(prompts, noisy).mean()) < 0.7  # the warm-start noise level shows
+
+
+def test_response_mask_covers_tokens_up_to_and_including_first_eos():
+    resp = torch.tensor([[4, 2, EOS, PAD, PAD], [1, 2, 3, 4, 5], [EOS, PAD, PAD, PAD, PAD]])
+    want = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]]).bool()
+    assert torch.equal(response_mask(resp), want)
+
+
+def test_prompts_are_fixed_width_and_split_is_disjoint():
+    task = AdditionTask()
+    tr, he = task.prompts("train"), task.prompts("heldout")
+    assert tr.shape == (9500, 6) and he.shape == (500, 6)
+    assert (tr[:, 2] == PLUS).all() and (tr[:, 5] == EQUALS).all()
+    key = lambda x: set((x[:, 0] * 1000 + x[:, 1] * 100 + x[:, 3] * 10 + x[:, 4]).tolist())
+    assert not key(tr) & key(he) and len(key(tr) | key(he)) == 10_000
+    assert answer_tokens(198) == [1, 9, 8, EOS]
+    with pytest.raises(ValueError, match="split"):
+        task.prompts("test")
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_sampler_logp_with_kv_cache_equals_learner_full_forward(temperature):
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=2, d_model=32, n_head=4, block_size=12)
+    prompts = AdditionTask().prompts("heldout")[:64]
+    g = torch.Generator().manual_seed(1)
+    roll = sample(model, prompts, 6, temperature=temperature, generator=g)
+    logp, _ = token_logp(response_logits(model, prompts, roll.responses), roll.responses, temperature)
+    assert roll.mask.any(dim=1).all()
+    diff = (logp - roll.rollout_logp)[roll.mask].abs().max()
+    assert diff < 1e-5, f"sampler and learner disagree by {diff:.2e}"
+    assert (roll.rollout_logp[~roll.mask] == 0).all()
+
+
+def test_kv_cache_sampling_draws_the_same_tokens_as_rerunning_the_prefix():
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=2, d_model=32, n_head=4, block_size=12)
+    prompts = AdditionTask().prompts("heldout")[:64]
+    a = sample(model, prompts, 6, generator=torch.Generator().manual_seed(3))
+    b = sample(model, prompts, 6, generator=torch.Generator().manual_seed(3), use_cache=False)
+    assert torch.equal(a.responses, b.responses)
+    assert torch.allclose(a.rollout_logp, b.rollout_logp, atol=1e-5)
+
+
+def test_logits_noise_makes_the_sampler_disagree_with_the_learner():
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=1, d_model=32, n_head=4, block_size=12)
+    prompts = AdditionTask().prompts("heldout")[:64]
+    roll = sample(model, prompts, 6, generator=torch.Generator().manual_seed(1), logits_noise=0.5)
+    logp, _ = token_logp(response_logits(model, prompts, roll.responses), roll.responses)
+    assert (logp - roll.rollout_logp)[roll.mask].abs().max() > 0.05
+
+
+def test_policy_never_emits_pad():
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=1, d_model=32, n_head=4, block_size=12)
+    with torch.no_grad():
+        model.head.weight[PAD] = 10.0                            # even a head that prefers PAD
+    prompts = AdditionTask().prompts("heldout")[:32]
+    roll = sample(model, prompts, 6, generator=torch.Generator().manual_seed(0))
+    assert not ((roll.responses == PAD) & roll.mask).any()

@@ -1,0 +1,191 @@
+"""The toy trainer: every loss variant trains, and the trainer calls course_lib's functions."""
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from course_lib import losses
+from course_lib.metrics import METRICS
+from course_lib.toy import ToyConfig, load_histories, make_config, save_histories, train
+from course_lib.toy.trainer import loss_knobs, warm_start
+
+TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
+                 warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,
+                 lr=3e-3, warmup_steps=1, device="cpu",
+                 overlong_penalty=True, overlong_cache=4)   # length-dependent rewards: signal in every group
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One thread: tiny matmuls gain nothing from two, and a busy machine makes two much slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+CORE_KEYS = ["reward/mean", "acc/sampled", "acc/heldout", "entropy/mean", "len/all", "kl/ref",
+             "clip/low_frac", "clip/high_frac", "ratio/mean", "ratio/max", "groups/zero_signal_frac",
+             "adv/pos_token_frac", "mismatch/abs_logratio_p99", "speed/sample_tok_s",
+             "speed/learn_tok_s", "loss/policy"]
+
+
+@pytest.mark.parametrize("name", ["ppo", "grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo"])
+def test_every_loss_variant_trains_a_few_steps(name):
+    cfg = replace(TINY, loss=name, minibatches=2)
+    state, _ = warm_start(cfg, torch.device("cpu"))
+    before = {k: v.clone() for k, v in state.items()}
+    hist = train(cfg, progress=False)
+    rows = hist.rows[1:]
+    assert len(rows) == cfg.steps
+    for row in rows:
+        assert all(k in METRICS for k in row if k != "step")
+        for k in CORE_KEYS:
+            if name == "gspo" and k.startswith("clip/"):
+                k = k.replace("clip/", "clip_seq/")
+            assert k in row or k == "acc/heldout", f"{name}: metric {k} missing"
+            assert math.isfinite(row.get(k, 0.0)), f"{name}: {k} = {row.get(k)}"
+    assert math.isfinite(hist.last("acc/heldout"))
+    after = hist.final_state
+    assert max(float((after[k] - before[k]).abs().max()) for k in before) > 1e-4   # parameters moved
+
+
+def test_registered_custom_loss_is_called_by_the_trainer():
+    calls = []
+
+    def my_loss(logp, old_logp, adv, mask, *, eps_low=0.2, eps_high=0.2, agg="token-mean",
+                max_len=None, is_weight=None):
+        calls.append((tuple(logp.shape), logp.requires_grad, agg))
+        return losses.ppo_loss(logp, old_logp, adv, mask, eps_low=eps_low, eps_high=eps_high,
+                               agg=agg, max_len=max_len, is_weight=is_weight)
+
+    with losses.registered("test_spy_loss", my_loss):
+        train(replace(TINY, loss="test_spy_loss", minibatches=2, epochs=2), progress=False)
+    assert len(calls) == TINY.steps * 2 * 2                      # steps x epochs x minibatches
+    assert all(grad for _, grad, _ in calls)
+    assert calls[0][0][0] == TINY.prompts_per_step * TINY.group_size // 2
+
+
+def test_trainer_passes_only_the_knobs_a_loss_accepts():
+    cfg = replace(TINY, loss="gspo", eps_low=3e-4, eps_high=4e-4)
+    knobs, agg = loss_knobs(losses.resolve_loss("gspo"), cfg)
+    assert knobs == {"eps_low": 3e-4, "eps_high": 4e-4, "max_len": cfg.max_new_tokens}
+    assert agg == "seq-mean-token-mean"                          # GSPO's own default
+    knobs, agg = loss_knobs(losses.resolve_loss("sapo"), replace(TINY, tau_neg=2.0, agg="token-mean"))
+    assert knobs["tau_neg"] == 2.0 and agg == "token-mean"
+    with pytest.raises(ValueError, match="eps_high"):
+        loss_knobs(losses.resolve_loss("sapo"), replace(TINY, loss="sapo", eps_high=0.28))
+
+
+def test_correction_weight_reaches_the_loss_as_is_weight():
+    seen = []
+
+    def spy(logp, old_logp, adv, mask, *, agg="token-mean", max_len=None, is_weight=None):
+        seen.append(is_weight)
+        return losses.ppo_loss(logp, old_logp, adv, mask, agg=agg, max_len=max_len, is_weight=is_weight)
+
+    train(replace(TINY, loss=spy, mismatch="noise", logits_noise=1.0, correction="tis"), progress=False)
+    assert seen and all(w is not None for w in seen)
+    assert max(float(w.max()) for w in seen) <= 2.0 + 1e-6      # TIS truncates at the cap
+    seen.clear()
+    train(replace(TINY, loss=spy), progress=False)
+    assert seen and all(w is None for w in seen)
+
+
+def test_no_mismatch_means_learner_and_sampler_logp_agree_and_noise_or_staleness_breaks_it():
+    h = train(TINY, progress=False)
+    assert max(h.series("mismatch/abs_logratio_max")[1]) < 1e-4
+    h = train(replace(TINY, mismatch="noise", logits_noise=0.5), progress=False)
+    assert min(h.series("mismatch/abs_logratio_max")[1]) > 0.01
+    h = train(replace(TINY, steps=3, mismatch="stale", stale_steps=1), progress=False)
+    gaps = h.series("mismatch/abs_logratio_max")[1]
+    assert gaps[0] < 1e-4 and gaps[1] > 1e-4                     # fresh at step 1, one step old after
+
+
+def test_kl_term_is_added_when_beta_is_positive():
+    h0 = train(TINY, progress=False)
+    h1 = train(replace(TINY, kl_coef=0.1, steps=3), progress=False)
+    assert all(v == 0.0 for v in h0.series("kl/penalty")[1])
+    pen = h1.series("kl/penalty")[1]
+    assert all(v >= 0 for v in pen) and pen[-1] > 0              # k3 >= 0, and > 0 once the policy moved
+    tot, pol = h1.series("loss/total")[1], h1.series("loss/policy")[1]
+    assert tot[-1] == pytest.approx(pol[-1] + 0.1 * pen[-1], abs=1e-6)
+
+
+def test_dynamic_sampling_updates_only_on_groups_with_signal():
+    advs = []
+
+    def spy(logp, old_logp, adv, mask, *, agg="token-mean", max_len=None, is_weight=None):
+        advs.append(adv.view(-1, TINY.group_size))
+        return losses.ppo_loss(logp, old_logp, adv, mask, agg=agg, max_len=max_len)
+
+    h = train(replace(TINY, loss=spy, dynamic_sampling=True, steps=3), progress=False)
+    for a in advs:
+        assert (a.abs().sum(dim=1) > 0).all()                    # no all-zero-advantage group
+    assert all(s >= TINY.batch_size for s in h.series("samples/step")[1])
+
+
+def test_overlong_penalty_lowers_reward_of_long_responses():
+    h0 = train(replace(TINY, warm_steps=0, overlong_penalty=False), progress=False)   # random policy:
+    h1 = train(replace(TINY, warm_steps=0), progress=False)                          # long answers
+    assert h1.first("reward/mean") < h0.first("reward/mean")
+
+
+def test_config_rejects_bad_values_and_picks_device():
+    with pytest.raises(ValueError, match="correction"):
+        ToyConfig(correction="is")
+    with pytest.raises(ValueError, match="minibatches"):
+        ToyConfig(prompts_per_step=10, minibatches=3)
+    with pytest.raises(ValueError, match="size"):
+        make_config("tpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert ToyConfig().resolved_device().type == expected
+    assert make_config("gpu").batch_size > make_config("cpu").batch_size
+    assert make_config("gpu").d_model > make_config("cpu").d_model
+
+
+def test_history_round_trips_through_json(tmp_path):
+    h = train(TINY, progress=False)
+    save_histories(tmp_path / "h.json", {"a": h, "b": [h, h]})
+    back = load_histories(tmp_path / "h.json")
+    assert back["a"].series("acc/heldout") == h.series("acc/heldout")
+    assert len(back["b"]) == 2 and back["b"][1].config == h.config
+
+
+def test_result_files_round_trip_through_columns(tmp_path):
+    import json
+    from course_lib.toy.experiments import from_columns, load_results, thin, to_columns
+    h = train(TINY, progress=False)
+    small = thin(h, ["acc/heldout", "reward/mean"], every=1)
+    col = to_columns(small.to_json())
+    assert from_columns(col).rows == small.rows
+    path = tmp_path / "toy_x.json"
+    path.write_text(json.dumps({"meta": {"finished": "now"}, "runs": {"a": [col]}}))
+    meta, runs = load_results(path)
+    got, want = runs["a"][0].series("reward/mean"), h.series("reward/mean")
+    assert got[0] == want[0] and got[1] == pytest.approx(want[1], rel=1e-3)   # 4 significant digits
+
+
+def test_clip_higher_mechanism_uses_one_batch_and_reports_both_bounds():
+    from course_lib.toy.experiments import clip_higher_mechanism, zero_signal_share
+    res = clip_higher_mechanism(replace(TINY, warm_steps=60), epochs=2)
+    assert set(res) == {0.2, 0.28} and res[0.2]["n"] == res[0.28]["n"]          # the same batch
+    assert all(0.0 <= r["high_frac"] <= 1.0 for r in res.values())
+    rows = zero_signal_share(replace(TINY, warm_steps=60), temperatures=(1.0,), group_sizes=(2, 8),
+                             n_prompts=8, per_prompt=8)
+    by_g = {r["G"]: r for r in rows}
+    assert by_g[8]["predicted"] <= by_g[2]["predicted"] + 1e-12     # E[p^G + (1-p)^G] falls with G
+    assert all(0.0 <= r["measured"] <= 1.0 for r in rows)
+
+
+def test_error_analysis_counts_wrong_prompts_by_kind():
+    from course_lib.toy.experiments import error_analysis
+    h = train(TINY, progress=False)
+    ea = error_analysis(TINY, h.final_state)
+    assert sum(n for _, n in ea["by_kind"].values()) == TINY.n_heldout
+    wrong = sum(round((1 - acc) * n) for acc, n in ea["by_kind"].values())
+    assert wrong == ea["wrong"]
+    assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0
+    acc10, n10 = ea["units_ten"]
+    assert 0 < n10 < TINY.n_heldout and (ea["wrong"] > 0 or acc10 == 1.0)
