@@ -1,5 +1,5 @@
 """The comparisons of chapter 07: each a claim from a paper, a base config and the variants to run
-side by side with the same seeds. The notebook runs short versions live; ``scripts/toy_results.py``
+side by side with the same seeds. The notebook runs short versions live; ``benchmarks/toy_results.py``
 runs them longer, over several seeds, and stores small JSON result files.
 """
 from __future__ import annotations
@@ -225,7 +225,7 @@ def from_columns(d: dict) -> History:
 
 
 def load_results(path) -> tuple[dict, dict]:
-    """A result file of scripts/toy_results.py -> (meta, {label: [History per seed]})."""
+    """A result file of benchmarks/toy_results.py -> (meta, {label: [History per seed]})."""
     import json
     with open(path) as f:
         raw = json.load(f)
@@ -239,7 +239,7 @@ def precomputed(name: str, data_dir="data") -> dict:
     import os
     meta, runs = load_results(os.path.join(data_dir, f"toy_{name}.json"))
     print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps; "
-          f"regenerate with: python scripts/toy_results.py --only {name}")
+          f"regenerate with: python benchmarks/toy_results.py --only {name}")
     return runs
 
 

@@ -1,7 +1,7 @@
 """Run chapter 07's comparisons over several seeds and store small JSON result files.
 
-    python scripts/toy_results.py                       # all comparisons, seeds 0 1 2, 200 steps
-    python scripts/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
+    python benchmarks/toy_results.py                       # all comparisons, seeds 0 1 2, 200 steps
+    python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
 
 Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed.
 Each worker process uses one torch thread (tiny matmuls gain nothing from more, and a busy
@@ -54,7 +54,7 @@ def main(argv=None) -> None:
     pending = {n: len(COMPARISONS[n].variants) * len(a.seeds) for n in a.only}
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}
     t0 = time.time()
-    command = "python scripts/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])
     with mp.get_context("spawn").Pool(a.workers) as pool:
         for name, label, seed, hist in pool.imap_unordered(_job, jobs):
             results[name][label][seed] = hist
