@@ -12,7 +12,9 @@ Modules, by concept (dependencies point down the list):
 - ``corrections``  TIS weights and MIS masks (train/inference mismatch)
 - ``losses``       registry of policy losses: PPO/GRPO, DAPO, Dr. GRPO, GSPO, CISPO, SAPO;
                    per-token gradient coefficient c(r, A) by autograd
-- ``toy``          the toy policy-training chapter (task, policy, trainer)
+- ``toy``          the toy policy-training chapter (task, policy, config, trainer, experiments)
+- ``metrics``      the glossary: every metric key the trainer logs, defined once
+- ``judge``        the exercise judge behind ``python judge.py`` and the in-notebook ``check``
 - ``display``, ``plots``, ``widgets``  presentation only; no algorithm code imports them
 
 Tensor names mean the same thing everywhere: ``logp``, ``old_logp``, ``ref_logp``,
