@@ -73,3 +73,24 @@ def logps(g: torch.Generator, B: int, T: int, spread: float = 0.3, dtype=torch.f
     old_logp = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3 - 0.05
     logp = old_logp + spread * torch.randn(B, T, generator=g, dtype=torch.float64)
     return logp.to(dtype), old_logp.to(dtype)
+
+
+def loss_edge_cases(fn: str, g: torch.Generator, logp: Tensor, old_logp: Tensor, *,
+                    one_token: str | None = "edge: one-token responses", **grad_opts) -> list[Case]:
+    """The edge cases every policy-loss exercise shares.
+
+    A batch with no valid token must give a loss of 0; with ``one_token`` (a case name), responses of
+    a single token are graded on their gradient too. ``logp``/``old_logp`` are [B, T] float64.
+    """
+    B, T = logp.shape
+    out = [Case("edge: no valid token at all gives 0", fn,
+                {"logp": logp.float(), "old_logp": old_logp.float(), "adv": torch.ones(B),
+                 "mask": torch.zeros(B, T, dtype=torch.bool)}, kind="edge", expected=torch.tensor(0.0))]
+    if one_token is not None:
+        ones = torch.zeros(B, T, dtype=torch.bool)
+        ones[:, 0] = True
+        out.append(Case(one_token, fn,
+                        {"logp": logp, "old_logp": old_logp,
+                         "adv": torch.randn(B, generator=g, dtype=torch.float64), "mask": ones},
+                        kind="grad", grad_wrt="logp", out_grad="required", **grad_opts))
+    return out

@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from course_lib.judge.cases import Case, gen, logps, poison, random_mask
+from course_lib.judge.cases import Case, gen, loss_edge_cases, logps, poison, random_mask
 
 FN = "ppo_clip_loss"
 
@@ -63,14 +63,5 @@ def cases():
                     {"logp": logp, "old_logp": old,
                      "adv": torch.randn(B, generator=g, dtype=torch.float64), "mask": mask_e},
                     kind="grad", grad_wrt="logp", out_grad="required"))
-    out.append(Case("edge: no valid token at all gives 0", FN,
-                    {"logp": logp.float(), "old_logp": old.float(), "adv": torch.ones(B),
-                     "mask": torch.zeros(B, T, dtype=torch.bool)}, kind="edge",
-                    expected=torch.tensor(0.0)))
-    ones = torch.zeros(B, T, dtype=torch.bool)
-    ones[:, 0] = True
-    out.append(Case("edge: one-token responses", FN,
-                    {"logp": logp, "old_logp": old,
-                     "adv": torch.randn(B, generator=g, dtype=torch.float64), "mask": ones},
-                    kind="grad", grad_wrt="logp", out_grad="required"))
+    out += loss_edge_cases(FN, g, logp, old)
     return out

@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from course_lib.judge.cases import Case, gen, lengths_mask, poison, random_mask
+from course_lib.judge.cases import Case, gen, loss_edge_cases, lengths_mask, poison, random_mask
 
 FN = "gspo_loss"
 TIGHT = {"atol": 1e-6, "rtol": 1e-6}       # the clip range itself is 4e-4 wide
@@ -66,14 +66,6 @@ def cases():
                     {"logp": logp, "old_logp": old,
                      "adv": torch.randn(6, generator=g, dtype=torch.float64), "mask": mask_e},
                     kind="grad", grad_wrt="logp", out_grad="required", **TIGHT))
-    out.append(Case("edge: no valid token at all gives 0", FN,
-                    {"logp": logp.float(), "old_logp": old.float(), "adv": torch.ones(6),
-                     "mask": torch.zeros(6, 9, dtype=torch.bool)}, kind="edge",
-                    expected=torch.tensor(0.0)))
-    ones = torch.zeros(6, 9, dtype=torch.bool)
-    ones[:, 0] = True
-    out.append(Case("edge: one-token responses (s is that token's ratio)", FN,
-                    {"logp": logp, "old_logp": old,
-                     "adv": torch.randn(6, generator=g, dtype=torch.float64), "mask": ones},
-                    kind="grad", grad_wrt="logp", out_grad="required", **TIGHT))
+    out += loss_edge_cases(FN, g, logp, old, one_token="edge: one-token responses (s is that token's ratio)",
+                           **TIGHT)
     return out
