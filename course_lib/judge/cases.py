@@ -94,3 +94,22 @@ def loss_edge_cases(fn: str, g: torch.Generator, logp: Tensor, old_logp: Tensor,
                          "adv": torch.randn(B, generator=g, dtype=torch.float64), "mask": ones},
                         kind="grad", grad_wrt="logp", out_grad="required", **grad_opts))
     return out
+
+
+def random_loss_cases(fn: str, g: torch.Generator, kwargs: dict, label: str, *, spread: float,
+                      sample: bool = False, B: int = 8, T: int = 12) -> list[Case]:
+    """A random batch graded on its value (float32), then a fresh float64 batch graded on its gradient.
+
+    ``label`` ends both case names ("random: values<label>", "random: gradient w.r.t. logp<label>").
+    """
+    logp, old_logp = logps(g, B, T, spread=spread)
+    mask = random_mask(g, B, T)
+    adv = torch.randn(B, generator=g)
+    values = Case(f"random: values{label}", fn,
+                  {"logp": logp, "old_logp": old_logp, "adv": adv, "mask": mask}, kwargs,
+                  grad_wrt="logp", out_grad="required", sample=sample)
+    logp, old_logp = logps(g, B, T, spread=spread, dtype=torch.float64)
+    grad = Case(f"random: gradient w.r.t. logp{label}", fn,
+                {"logp": logp, "old_logp": old_logp, "adv": adv.double(), "mask": mask}, kwargs,
+                kind="grad", grad_wrt="logp", out_grad="required")
+    return [values, grad]

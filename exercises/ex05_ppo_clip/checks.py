@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from course_lib.judge.cases import Case, gen, loss_edge_cases, logps, poison, random_mask
+from course_lib.judge.cases import Case, gen, loss_edge_cases, random_loss_cases, logps, poison, random_mask
 
 FN = "ppo_clip_loss"
 
@@ -37,19 +37,8 @@ def cases():
                     kind="fixed", expected=torch.tensor(-(2.0 * 3 - 1.0) / 4), grad_wrt="logp"))
     g = gen(5)
     for i, (el, eh) in enumerate(((0.2, 0.2), (0.2, 0.28), (0.1, 0.3))):
-        B, T = 8, 12
-        logp, old = logps(g, B, T, spread=0.3)
-        mask = random_mask(g, B, T)
-        adv = torch.randn(B, generator=g)
-        out.append(Case(f"random: values, eps_low={el}, eps_high={eh}", FN,
-                        {"logp": logp, "old_logp": old, "adv": adv, "mask": mask},
-                        {"eps_low": el, "eps_high": eh}, grad_wrt="logp", out_grad="required",
-                        sample=i == 0))
-        logp, old = logps(g, B, T, spread=0.3, dtype=torch.float64)
-        out.append(Case(f"random: gradient w.r.t. logp, eps_low={el}, eps_high={eh}", FN,
-                        {"logp": logp, "old_logp": old, "adv": adv.double(), "mask": mask},
-                        {"eps_low": el, "eps_high": eh}, kind="grad", grad_wrt="logp",
-                        out_grad="required"))
+        out += random_loss_cases(FN, g, {"eps_low": el, "eps_high": eh},
+                                 f", eps_low={el}, eps_high={eh}", spread=0.3, sample=i == 0)
     B, T = 6, 9
     logp, old = logps(g, B, T, spread=0.3, dtype=torch.float64)
     mask = random_mask(g, B, T)

@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from course_lib.judge.cases import Case, gen, loss_edge_cases, lengths_mask, logps, poison, random_mask
+from course_lib.judge.cases import Case, gen, loss_edge_cases, random_loss_cases, lengths_mask, logps, poison, random_mask
 
 FN = "sapo_loss"
 
@@ -41,17 +41,7 @@ def cases():
                     grad_wrt="logp", out_grad="required", grad_atol=1e-12))
     g = gen(8)
     for i, kw in enumerate(({}, {"tau_pos": 0.5, "tau_neg": 2.0})):
-        B, T = 8, 12
-        logp, old = logps(g, B, T, spread=0.6)
-        mask = random_mask(g, B, T)
-        adv = torch.randn(B, generator=g)
-        out.append(Case(f"random: values {kw or '(defaults)'}", FN,
-                        {"logp": logp, "old_logp": old, "adv": adv, "mask": mask}, kw,
-                        grad_wrt="logp", out_grad="required", sample=i == 0))
-        logp, old = logps(g, B, T, spread=0.6, dtype=torch.float64)
-        out.append(Case(f"random: gradient w.r.t. logp {kw or '(defaults)'}", FN,
-                        {"logp": logp, "old_logp": old, "adv": adv.double(), "mask": mask}, kw,
-                        kind="grad", grad_wrt="logp", out_grad="required"))
+        out += random_loss_cases(FN, g, kw, f" {kw or '(defaults)'}", spread=0.6, sample=i == 0)
     B, T = 6, 9
     logp, old = logps(g, B, T, spread=0.6, dtype=torch.float64)
     mask = random_mask(g, B, T)
