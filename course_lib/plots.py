@@ -13,22 +13,15 @@ from .display import table
 COLORS = {"GRPO": "#1f77b4", "Dr. GRPO": "#ff7f0e", "RLOO": "#2ca02c"}
 
 
-def group_advantage_rows(rewards: Sequence[float]) -> dict[str, torch.Tensor]:
-    """GRPO, Dr. GRPO and RLOO advantages of one group of rewards (one prompt, G = len(rewards))."""
+def group_advantage_view(rewards: Sequence[float]) -> tuple[str, plt.Figure]:
+    """A table and a bar chart of the GRPO, Dr. GRPO and RLOO advantages of one group (G >= 2):
+    what the chapter-02 panel shows."""
     r = torch.tensor(list(rewards), dtype=torch.float32)
     G = r.numel()
-    return {"GRPO": adv_lib.group_advantages(r, G),
+    rows = {"GRPO": adv_lib.group_advantages(r, G),
             "Dr. GRPO": adv_lib.dr_grpo_advantages(r, G),
             "RLOO": adv_lib.rloo_advantages(r, G)}
-
-
-def group_advantage_view(rewards: Sequence[float]) -> tuple[str, plt.Figure]:
-    """A table and a bar chart of the three advantages of one group: what the chapter-02 panel shows."""
-    rows = group_advantage_rows(rewards)
-    G = len(rewards)
-    r = torch.tensor(list(rewards), dtype=torch.float32)
-    std = float(r.std()) if G > 1 else float("nan")
-    head = (f"G = {G}   mean = {float(r.mean()):.4f}   std (Bessel) = {std:.4f}   "
+    head = (f"G = {G}   mean = {float(r.mean()):.4f}   std (Bessel) = {float(r.std()):.4f}   "
             f"signal: {'yes' if bool(adv_lib.signal_groups(r, G)[0]) else 'no (all rewards equal)'}")
     body = table([[i, float(r[i])] + [float(rows[k][i]) for k in rows] for i in range(G)],
                  ["i", "reward"] + list(rows), ["d", ".2f", "+.4f", "+.4f", "+.4f"])

@@ -47,7 +47,6 @@ def clip_stats(ratio: Tensor, adv_tok: Tensor, mask: Tensor, eps_low: float | No
     ``ratio/outside_frac``: r outside the range whatever the sign of A (cleanrl's clipfrac).
     """
     lo, hi = clip_bounds(eps_low, eps_high)
-    valid = mask.float()
     below, above = (ratio < lo) & mask, (ratio > hi) & mask
     r_valid = torch.where(mask, ratio, torch.full_like(ratio, float("-inf")))
     return {
@@ -55,5 +54,5 @@ def clip_stats(ratio: Tensor, adv_tok: Tensor, mask: Tensor, eps_low: float | No
         f"{prefix}/high_frac": float(masked_mean((above & (adv_tok > 0)).float(), mask)),
         "ratio/outside_frac": float(masked_mean((below | above).float(), mask)),
         "ratio/mean": float(masked_mean(ratio, mask)),
-        "ratio/max": float(r_valid.max()) if valid.sum() > 0 else 0.0,
+        "ratio/max": float(r_valid.max()) if mask.any() else 0.0,
     }
