@@ -122,8 +122,10 @@ class ToyConfig:
 # Sizes the notebook's SIZE switch and the benchmark select. "smoke" is what CI executes.
 SIZES: dict[str, dict] = {
     "smoke": dict(steps=300, prompts_per_step=64, group_size=8, eval_every=25),
-    "cpu": dict(steps=2000, prompts_per_step=64, group_size=8, lr_schedule="cosine",
-                lr=1e-3, lr_min=1e-4, eval_every=100),
+    # width 128: a 64-wide policy stalls near 0.88 in one seed in three, missing every sum whose
+    # units digits add up to 10 (benchmarks/toy_benchmark.md); this one passes 0.95 in about 2 min
+    "cpu": dict(steps=1000, prompts_per_step=64, group_size=8, d_model=128, lr_schedule="cosine",
+                lr=1e-3, lr_min=1e-4, eval_every=50),
     # untested here (no GPU was lent): a wider, deeper policy and 8x the batch
     "gpu": dict(steps=2000, prompts_per_step=512, group_size=8, n_layer=4, d_model=256, n_head=8,
                 lr=5e-4, lr_schedule="cosine", lr_min=5e-5, warmup_steps=20, warm_steps=2000,

@@ -243,15 +243,15 @@ def precomputed(name: str, data_dir="data") -> dict:
     return runs
 
 
-def error_analysis(cfg: ToyConfig, state: dict, *, samples: int = 8, seed: int = 0) -> dict:
+def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, seed: int = 0) -> dict:
     """Where a trained policy still fails on the held-out prompts, and whether RL can still see it.
 
     Returns {"by_kind": {kind: (greedy accuracy, n)} for the carry classes of ``task.carry_class``,
     "units_ten": (greedy accuracy, n) on the prompts whose units digits sum to exactly 10 (the
     answer ends in 0 because of a carry: the class the CPU runs that plateau near 0.88 all miss),
     "wrong": number of prompts greedy decoding gets wrong, "stuck": the share of those whose
-    ``samples`` responses at the training temperature are all wrong, i.e. a group of that size
-    would carry no signal and GRPO could not fix them}.
+    ``samples`` responses (default: the config's group size) at the training temperature are all
+    wrong, i.e. a group of that size would carry no signal and GRPO could not fix them}.
     """
     import torch
 
@@ -276,6 +276,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int = 8, seed: int =
     stuck = float("nan")
     if len(wrong):
         g = torch.Generator(device=device).manual_seed(seed)
+        samples = samples or cfg.group_size
         rep = wrong.repeat_interleave(samples, dim=0)
         roll = sample(model, rep, cfg.max_new_tokens, temperature=cfg.temperature, generator=g)
         r = AdditionTask.reward(rep, roll.responses).view(len(wrong), samples)
