@@ -60,25 +60,44 @@ def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title
     return fig
 
 
+def window_mean(h, key: str, *, last: int | None = None, first: int | None = None) -> float:
+    """Mean of ``key`` over the last (or first) so many *steps* of a run, not logged rows: stored
+    runs log every 2nd step, and "the last 20 steps" should mean the same for them as for a live run."""
+    steps, ys = h.series(key)
+    if not steps:
+        return float("nan")
+    if (last is None) == (first is None):
+        raise ValueError("give exactly one of last= and first=")
+    if last is not None:
+        keep = [y for s, y in zip(steps, ys) if s > steps[-1] - last]
+    else:
+        keep = [y for s, y in zip(steps, ys) if s < steps[0] + first]
+    return sum(keep) / len(keep)
+
+
 def final_table(runs: dict, keys: list, *, last_n: int = 20) -> str:
     """Text table: per label and seed, the last held-out accuracy and the mean of other keys over
-    the last ``last_n`` steps; a final column per key gives the mean over seeds."""
+    the last ``last_n`` steps."""
     lines = []
     header = f"{'run':<26}" + "".join(f"{k:>24}" for k in keys)
     lines.append(header)
     for label, hists in _runs(runs).items():
         per_key = []
         for k in keys:
-            vals = [h.last(k) if k == "acc/heldout" else h.mean(k, last_n) for h in hists]
-            cell = " / ".join("nan" if math.isnan(v) else f"{v:.3f}" for v in vals)
-            per_key.append(cell)
+            per_key.append(per_seed([h.last(k) if k == "acc/heldout" else window_mean(h, k, last=last_n)
+                                     for h in hists]))
         lines.append(f"{label:<26}" + "".join(f"{c:>24}" for c in per_key))
     return "\n".join(lines)
 
 
+def per_seed(values, fmt: str = ".3f") -> str:
+    """One number per seed as the tables and verdicts print them: "0.748 / 0.676 / 0.754"."""
+    return " / ".join("nan" if math.isnan(v) else format(v, fmt) for v in values)
+
+
 def seed_values(runs: dict, key: str, *, last_n: int = 20) -> dict:
     """{label: [value per seed]}: last held-out accuracy, or the mean of the last ``last_n`` steps."""
-    return {label: [h.last(key) if key == "acc/heldout" else h.mean(key, last_n) for h in hists]
+    return {label: [h.last(key) if key == "acc/heldout" else window_mean(h, key, last=last_n) for h in hists]
             for label, hists in _runs(runs).items()}
 
 
