@@ -31,7 +31,7 @@ def test_window_mean_skips_missing_values_and_rejects_ambiguous_windows():
     with pytest.raises(ValueError, match="exactly one of last= and first="):
         curves.window_mean(h, "entropy/mean", last=3, first=3)
     with pytest.raises(ValueError, match="exactly one"):
-        curves.window_mean(h, "entropy/mean")
+        curves.window_mean(h, "no/such_key")
 
 
 def test_seed_values_and_table_use_the_last_accuracy_and_step_windows():

@@ -145,6 +145,13 @@ def test_config_rejects_bad_values_and_picks_device():
     assert make_config("gpu").d_model > make_config("cpu").d_model
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_asking_for_cuda_without_a_gpu_names_the_field_and_the_way_out():
+    for device in ("cuda", "cuda:1"):
+        with pytest.raises(ValueError, match=r"device='cuda.*sees no CUDA GPU; use device='auto'"):
+            make_config("smoke", device=device).resolved_device()
+
+
 def test_history_round_trips_through_json(tmp_path):
     h = train(TINY, progress=False)
     save_histories(tmp_path / "h.json", {"a": h, "b": [h, h]})

@@ -111,6 +111,9 @@ class ToyConfig:
     def resolved_device(self) -> torch.device:
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r}, but this PyTorch ({torch.__version__}) sees no CUDA "
+                             f"GPU; use device='auto' (CUDA when present, else CPU) or 'cpu'")
         return torch.device(self.device)
 
     def diff(self, other: "ToyConfig") -> dict:

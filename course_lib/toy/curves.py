@@ -63,11 +63,11 @@ def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title
 def window_mean(h, key: str, *, last: int | None = None, first: int | None = None) -> float:
     """Mean of ``key`` over the last (or first) so many *steps* of a run, not logged rows: stored
     runs log every 2nd step, and "the last 20 steps" should mean the same for them as for a live run."""
+    if (last is None) == (first is None):
+        raise ValueError("give exactly one of last= and first=")
     steps, ys = h.series(key)
     if not steps:
         return float("nan")
-    if (last is None) == (first is None):
-        raise ValueError("give exactly one of last= and first=")
     if last is not None:
         keep = [y for s, y in zip(steps, ys) if s > steps[-1] - last]
     else:

@@ -248,7 +248,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, s
 
     Returns {"by_kind": {kind: (greedy accuracy, n)} for the carry classes of ``task.carry_class``,
     "units_ten": (greedy accuracy, n) on the prompts whose units digits sum to exactly 10 (the
-    answer ends in 0 because of a carry: the class the CPU runs that plateau near 0.88 all miss),
+    answer ends in 0 because of a carry: the class the width-64 CPU runs that plateau near 0.88 all miss),
     "wrong": number of prompts greedy decoding gets wrong, "stuck": the share of those whose
     ``samples`` responses (default: the config's group size) at the training temperature are all
     wrong, i.e. a group of that size would carry no signal and GRPO could not fix them}.
