@@ -202,7 +202,7 @@ def test_kl_bad_tensors_raise_and_name_the_argument():
         kl.kl_k1(logp, logp, torch.ones(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="mask must be a bool"):
         kl.kl_k2(logp, logp, torch.ones(2, 3))
-    with pytest.raises(ValueError, match="logp must be a floating-point torch.Tensor"):
+    with pytest.raises(ValueError, match="logp must be a torch.Tensor"):
         kl.kl_k1([[0.0]], logp)
     with pytest.raises(ValueError, match="ref_logp"):
         kl.kl_k1(logp, [[0.0]], mask)
