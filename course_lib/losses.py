@@ -136,7 +136,8 @@ def gspo_loss(logp, old_logp, adv, mask, *, eps_low=3e-4, eps_high=4e-4,
 
     Differs from GRPO in the ratio: the length-normalised geometric mean of the token ratios,
     clipped at sequence level, so a clipped response loses its gradient as a whole.
-    adv must be one value per sequence [B]. The gradient flows through s.
+    adv must be one value per sequence [B]. The gradient flows through s. Each token's log r is
+    clamped to +-20 before the mean, so |log s| <= 20 and a clamped token adds no gradient.
     """
     _check_clip(eps_low, eps_high)
     check_token_inputs(mask, logp=logp, old_logp=old_logp, is_weight=is_weight)
