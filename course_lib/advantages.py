@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .masking import check_eps, check_int, check_number, check_tensor, check_token_inputs
+from .masking import check_eps, check_int, check_number, check_tensor, check_token_inputs, zero_padding
 
 
 def _groups(rewards, group_size, *, min_size: int = 2) -> Tensor:
@@ -107,8 +107,7 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0,
     check_token_inputs(mask, rewards=rewards, values=values)
     check_number(gamma, "gamma", ge=0, le=1)
     check_number(lam, "lam", ge=0, le=1)
-    rewards = torch.where(mask, rewards, torch.zeros_like(rewards))
-    values = torch.where(mask, values, torch.zeros_like(values))
+    rewards, values = zero_padding(rewards, mask), zero_padding(values, mask)
     B, T = rewards.shape
     next_value = rewards.new_zeros(B)                           # [B] V(s_{t+1}); 0 past the end
     next_adv = rewards.new_zeros(B)                             # [B] A_{t+1}
@@ -120,5 +119,4 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0,
         adv[:, t] = torch.where(valid, a_t, torch.zeros_like(a_t))
         next_value = torch.where(valid, values[:, t], next_value)
         next_adv = torch.where(valid, a_t, next_adv)
-    returns = torch.where(mask, adv + values, torch.zeros_like(adv))
-    return adv, returns
+    return adv, zero_padding(adv + values, mask)                # returns = A + V
