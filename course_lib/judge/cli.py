@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="Python, torch, device, and what can be graded here")
     s = sub.add_parser("check", help="course self-test: solutions pass, starters and wrong variants fail")
     s.add_argument("ids", nargs="*")
+    s.add_argument("-v", "--verbose", action="store_true",
+                   help="for each wrong variant: its hint and what it returns against the reference")
     return p
 
 
@@ -279,10 +281,27 @@ def cmd_check(args):
             else:
                 detail = (f"status {res['status']}, {res['passed']}/{res['total']} passed, its hint "
                           f"{'shown' if fired else 'NOT shown'}{_why(res, short=True)}")
-        rows.append({"exercise": res["exercise"], "what": label, "ok": ok, "detail": detail})
+        row = {"exercise": res["exercise"], "what": label, "ok": ok, "detail": detail}
+        if getattr(args, "verbose", False) and label.startswith("wrong/"):
+            row["more"] = _variant_lines(res, _hint_of(Path(res["file"])))
+        rows.append(row)
     rows.sort(key=lambda r: r["exercise"])
     ok = all(r["ok"] for r in rows)
     return (0 if ok else 1), {"ok": ok, "rows": rows}, report.format_check(rows)
+
+
+def _variant_lines(res: dict, hint: str | None, n_cases: int = 3) -> list[str]:
+    """What a known-wrong variant returns on its first failing cases, next to its hint, so that
+    a reader of `check -v` can see whether the hint describes what the variant does."""
+    lines = [f"hint: {hint}"]
+    bad = [c for c in res["cases"] if not c["passed"]]
+    for c in bad[:n_cases]:
+        lines.append(f"{c['name']}: {c['message'].splitlines()[0] if c['message'] else ''}")
+        if c.get("ratio"):
+            lines.append(f"    {c['ratio']}")
+    if len(bad) > n_cases:
+        lines.append(f"... and {len(bad) - n_cases} more failing cases")
+    return lines
 
 
 def _why(res: dict, short: bool = False) -> str:

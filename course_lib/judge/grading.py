@@ -328,6 +328,34 @@ def generic_hint(got, want, fn_name: str) -> str | None:
 
 # ---------------------------------------------------------------- grading a file
 
+def _flat(x) -> Tensor | None:
+    if isinstance(x, (tuple, list)):
+        parts = [_flat(v) for v in x]
+        return None if any(p is None for p in parts) or not parts else torch.cat(parts)
+    if isinstance(x, Tensor) and x.is_floating_point():
+        return x.detach().to(torch.float64).reshape(-1)
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return torch.tensor([float(x)], dtype=torch.float64)
+    return None
+
+
+def size_ratio(got, want, signed: bool = False) -> str | None:
+    """How the entries that differ compare with the expected ones: 'yours / expected' as a median
+    and a range (of |yours| / |expected| unless ``signed``). Used by ``judge.py check -v`` to show
+    what a known-wrong variant does, so that its hint can be checked against it."""
+    g, w = _flat(got), _flat(want)
+    if g is None or w is None or g.shape != w.shape:
+        return None
+    differ = ((g - w).abs() > 1e-9 + 1e-6 * w.abs()) & (w.abs() > 1e-12) & g.isfinite()
+    if not differ.any():
+        return None
+    r = g[differ] / w[differ]
+    r = r if signed else r.abs()
+    what = "yours / expected" if signed else "|yours| / |expected|"
+    return (f"{what}: median {float(r.median()):.4g}, from {float(r.min()):.4g} to "
+            f"{float(r.max()):.4g} over the {int(differ.sum())} entries that differ")
+
+
 @dataclass
 class Graded:
     name: str
@@ -335,10 +363,11 @@ class Graded:
     passed: bool
     message: str = ""
     hint: str | None = None
+    ratio: str | None = None              # size_ratio of a failed comparison (for check -v)
 
     def as_dict(self):
         return {"name": self.name, "kind": self.kind, "passed": self.passed,
-                "message": self.message, "hint": self.hint}
+                "message": self.message, "hint": self.hint, "ratio": self.ratio}
 
 
 class ExerciseKit:
@@ -514,6 +543,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         g.message = msg
         g.hint = (kit.recognise(i, got, "value") or _nan_hint(case, got.value)
                   or generic_hint(got.value, ref.value, case.fn))
+        g.ratio = size_ratio(got.value, ref.value)
         return g
     if case.out_grad == "required" and got.has_grad is False:
         g.message = (f"the result has the right value but carries no gradient (requires_grad is "
@@ -535,6 +565,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         if msg:
             g.message = "values are right, but " + msg
             g.hint = kit.recognise(i, got, "grad") or _nan_hint(case, got.grad)
+            g.ratio = "gradient " + (size_ratio(got.grad, ref.grad, signed=True) or "")
             return g
     if case.check is not None:
         msg = case.check(got.value)

@@ -111,6 +111,8 @@ def format_check(rows: list[dict]) -> str:
     for r in rows:
         mark = "ok  " if r["ok"] else "FAIL"
         lines.append(f"{mark} {r['exercise']:24s} {r['what']:32s} {r['detail']}")
+        for more in r.get("more") or []:
+            lines += textwrap.wrap(more, 100, initial_indent=" " * 9, subsequent_indent=" " * 13)
     bad = sum(not r["ok"] for r in rows)
     lines.append(f"\n{len(rows) - bad}/{len(rows)} checks of the exercises themselves passed."
                  if bad else f"\nAll {len(rows)} checks passed: every reference solution passes, "
