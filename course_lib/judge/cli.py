@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import progress, report
+from . import environment, progress, report
 from .registry import EXERCISES, Exercise, UsageError, get_exercise, workspace_dir, workspace_file
 from .runner import DEFAULT_TIME_LIMIT, grade, run_many
 
@@ -216,6 +216,7 @@ def cmd_doctor(args):
         info["torch"] = None
         info["device"] = None
         info["torch_error"] = f"{type(exc).__name__}: {exc}"
+    info["environment_problem"] = None if info["torch"] else environment.wrong_python_message(["doctor"])
     rows = []
     if info["torch"]:
         jobs = [{"exercise": ex.id, "file": str(ex.solution), "time_limit": 60, "sample": True}
@@ -231,6 +232,8 @@ def cmd_doctor(args):
              f"workspace {info['workspace']}", ""]
     lines += [f"{'ok ' if r['gradable'] else 'NO '} {r['exercise']}"
               + ("" if r["gradable"] else f": {r['detail']}") for r in rows]
+    if info["environment_problem"]:
+        lines += [info["environment_problem"], ""]
     ok = bool(info["torch"]) and all(r["gradable"] for r in rows)
     lines.append("\nEverything can be graded here." if ok else "\nSome exercises cannot be graded here.")
     return (0 if ok else 1), info, "\n".join(lines)
@@ -316,8 +319,12 @@ def _why(res: dict, short: bool = False) -> str:
 
 # ---------------------------------------------------------------- entry point
 
+NEEDS_TORCH = ("test", "watch", "check", "doctor")      # the others answer without torch
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    raw_argv = list(argv)
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
 
@@ -331,6 +338,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         verb = args.verb or "list"
+        if verb in NEEDS_TORCH:
+            problem = environment.ensure_course_python(raw_argv)
+            if problem and verb != "doctor":
+                if as_json:
+                    print(json.dumps({"error": problem, "environment_error": True}), flush=True)
+                else:
+                    print(f"judge: {problem}", file=sys.stderr)
+                return 2
         if verb == "watch":
             return cmd_watch(args, emit)
         fn = {"list": cmd_list, "start": cmd_start, "test": cmd_test, "hint": cmd_hint,

@@ -23,7 +23,7 @@ def _indent(text: str, n: int) -> str:
 def format_result(res: dict, show_passing: bool = True) -> str:
     lines = [f"{res['exercise']}  ({_rel(res['file'])})"]
     status = res["status"]
-    if status in ("syntax_error", "error", "crashed", "internal_error") and not res["cases"]:
+    if status in ("syntax_error", "error", "crashed", "internal_error", "environment") and not res["cases"]:
         if status == "internal_error":
             lines.append("  The judge itself failed on this exercise (a bug in the course, not in your"
                          " code; please report it):")
@@ -89,6 +89,8 @@ def _score_line(res: dict) -> str:
         return "Score: 0. Fix the syntax error and run again."
     if status == "timeout":
         return f"Score: {n}/{total}. Stopped: time limit exceeded."
+    if status == "environment":
+        return "Not graded: the judge needs the course's Python (see above)."
     if status in ("error", "crashed", "internal_error"):
         return f"Score: {n}/{total}." if total else "Score: 0."
     return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "
