@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 from . import environment, progress, report
-from .registry import EXERCISES, Exercise, UsageError, get_exercise, workspace_dir, workspace_file
+from .plaintext import markdown_to_terminal
+from .registry import (EXERCISES, Exercise, UsageError, chapter_exists, get_exercise, workspace_dir,
+                       workspace_file)
 from .runner import DEFAULT_TIME_LIMIT, grade, run_many
 
 EPILOG = """How to do an exercise:
@@ -71,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_list(args) -> tuple[int, object, str]:
     rows = [{"id": ex.id, "title": ex.title, "chapter": ex.chapter, "points": ex.points,
-             "functions": list(ex.functions), "status": progress.status(ex)}
+             "functions": list(ex.functions), "status": progress.status(ex),
+             "chapter_exists": chapter_exists(ex)}
             for ex in EXERCISES.values()]
     return 0, rows, report.format_list(rows)
 
@@ -90,7 +93,9 @@ def cmd_start(args):
         note = f"Created {report.rel(dest)}: write your code there."
         created = True
     short = ex.id.split("_")[0]
-    text = (f"{task.rstrip()}\n\n{note}\nThen run `python judge.py test {short}` "
+    text = (f"{markdown_to_terminal(task).rstrip()}\n\n"
+            f"(Formulas in plain text; typeset in {report.rel(ex.readme)}, which JupyterLab and "
+            f"GitHub render.)\n\n{note}\nThen run `python judge.py test {short}` "
             f"(or `python judge.py watch {short}` to re-grade on every save).")
     return 0, {"exercise": ex.id, "file": str(dest), "created": created, "task": task}, text
 

@@ -50,7 +50,8 @@ def format_result(res: dict, show_passing: bool = True) -> str:
             lines.append(_indent(c["message"], 8))
         if c.get("hint") and c["hint"] not in hinted:
             hinted.append(c["hint"])
-            lines.append(_indent("hint: " + c["hint"], 8))
+            lines.append(textwrap.fill("hint: " + c["hint"], 100, initial_indent=" " * 8,
+                                       subsequent_indent=" " * 14))
     if shown > MAX_FAILURES_SHOWN:
         lines.append(f"  ... and {shown - MAX_FAILURES_SHOWN} more failing cases")
     if res["error"]:
@@ -59,7 +60,8 @@ def format_result(res: dict, show_passing: bool = True) -> str:
     unseen = [h for h in res.get("hints") or [] if h not in hinted]
     if unseen and status == "failed":
         lines.append("  This looks like a known mistake:")
-        lines += [_indent("- " + h, 4) for h in unseen]
+        lines += [textwrap.fill("- " + h, 100, initial_indent=" " * 4, subsequent_indent=" " * 6)
+                  for h in unseen]
     lines.append(_score_line(res))
     return "\n".join(lines)
 
@@ -97,14 +99,28 @@ def _score_line(res: dict) -> str:
             f"`python judge.py hint {ex}`.")
 
 
+def next_exercise(rows: list[dict]) -> dict | None:
+    """The exercise to suggest: not passed yet, one whose chapter is there first, in chapter order."""
+    todo = [r for r in rows if r["status"] != "passed"]
+    return min(todo, key=lambda r: (not r.get("chapter_exists", True), r["chapter"], r["id"]),
+               default=None)
+
+
 def format_list(rows: list[dict]) -> str:
     w = max(len(r["id"]) for r in rows)
-    lines = [f"{'exercise'.ljust(w)}  {'chapter'.ljust(27)} pts  status"]
+    cw = max(len(r["chapter"]) for r in rows) + 2
+    lines = [f"{'exercise'.ljust(w)}  {'chapter'.ljust(cw)} pts  status"]
     for r in rows:
-        lines.append(f"{r['id'].ljust(w)}  {r['chapter'].ljust(27)} {r['points']:>3}  {r['status']}")
+        chapter = r["chapter"] + ("" if r.get("chapter_exists", True) else " *")
+        lines.append(f"{r['id'].ljust(w)}  {chapter.ljust(cw)} {r['points']:>3}  {r['status']}")
+    if not all(r.get("chapter_exists", True) for r in rows):
+        lines.append("* this chapter's notebook is not in notebooks/: the exercise (README, hints, "
+                     "checks) can be done\n  on its own.")
     done = sum(r["points"] for r in rows if r["status"] == "passed")
-    lines.append(f"\nPoints: {done}/{sum(r['points'] for r in rows)}. "
-                 "Start one with `python judge.py start ex01`.")
+    nxt = next_exercise(rows)
+    tip = (f"Next: `python judge.py start {nxt['id'].split('_')[0]}` ({nxt['title']})."
+           if nxt else "Every exercise has passed.")
+    lines.append(f"\nPoints: {done}/{sum(r['points'] for r in rows)}. {tip}")
     return "\n".join(lines)
 
 
