@@ -72,6 +72,14 @@ def test_start_prints_the_task_without_raw_latex(ex_id, course, capsys):
     assert f"typeset in exercises/{ex_id}/README.md" in out or "README.md" in out
 
 
+@pytest.mark.parametrize("ex_id", list(EXERCISES))
+def test_hints_print_without_raw_latex(ex_id, course, capsys):
+    for level in (1, 2, 3):
+        assert cli.main(["hint", ex_id, "--level", str(level)]) == 0
+        out = re.sub(r"```.*?```", "", capsys.readouterr().out, flags=re.S)
+        assert "$" not in out and "\\" not in out, out
+
+
 def test_plain_text_formulas_read_as_intended():
     assert markdown_to_terminal(r"$A_i = \frac{R_i - \bar R}{s + \varepsilon}$") == "A_i = (R_i - R̄)/(s + ε)"
     assert markdown_to_terminal(r"$\frac{1}{G-1}\sum_{j \ne i} R_j$") == "1/(G-1) Σ_{j ≠ i} R_j"

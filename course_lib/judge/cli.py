@@ -144,7 +144,7 @@ def cmd_hint(args):
     more = (f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint.)"
             if level < len(hints) else f"\n\n(Hint {level} of {len(hints)}: the last one.)")
     return 0, {"exercise": ex.id, "level": level, "levels": len(hints), "hint": hints[level - 1]}, \
-        f"{ex.id}, hint {level}:\n\n{hints[level - 1]}{more}"
+        f"{ex.id}, hint {level}:\n\n{markdown_to_terminal(hints[level - 1])}{more}"
 
 
 def cmd_solution(args):
