@@ -222,6 +222,8 @@ def cmd_doctor(args):
         info["device"] = None
         info["torch_error"] = f"{type(exc).__name__}: {exc}"
     info["environment_problem"] = None if info["torch"] else environment.wrong_python_message(["doctor"])
+    course_python = environment.course_python()
+    info["course_python"] = str(course_python) if course_python.is_file() else None
     rows = []
     if info["torch"]:
         jobs = [{"exercise": ex.id, "file": str(ex.solution), "time_limit": 60, "sample": True}
@@ -235,6 +237,9 @@ def cmd_doctor(args):
              f"torch   {info['torch'] or 'NOT AVAILABLE: ' + info.get('torch_error', '')}",
              f"device  {info['device'] or '-'} (grading always runs on the CPU)",
              f"workspace {info['workspace']}", ""]
+    if info["course_python"] and info["torch"] and not environment.is_course_python():
+        lines[1:1] = [f"note    this is not the course's environment; {environment.VENV_RELATIVE} is "
+                      "(grading works with any Python that has torch)"]
     lines += [f"{'ok ' if r['gradable'] else 'NO '} {r['exercise']}"
               + ("" if r["gradable"] else f": {r['detail']}") for r in rows]
     if info["environment_problem"]:

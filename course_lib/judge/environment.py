@@ -32,6 +32,13 @@ def has_torch() -> bool:
         return False
 
 
+def is_course_python() -> bool:
+    """Is this interpreter the one of the course's .venv (or the COURSE_JUDGE_VENV_PYTHON one)?"""
+    if os.environ.get(VENV_OVERRIDE):
+        return Path(sys.executable).resolve() == Path(os.environ[VENV_OVERRIDE]).resolve()
+    return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+
+
 def _usable(python: Path) -> bool:
     return python.is_file() and os.access(python, os.X_OK)
 
