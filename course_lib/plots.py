@@ -174,7 +174,6 @@ def stale_plot(lags, quantiles: list, table: dict) -> plt.Figure:
                      color="#1f77b4", alpha=0.25, label="1% to 99% of sampled tokens")
     ax1.plot(lags, [q["median"] for q in quantiles], "o-", color="#1f77b4", label="median")
     ax1.axhline(2.0, color="#d62728", lw=1, ls=":", label="cap C = 2")
-    ax1.set_yscale("log")
     ax1.set_xlabel("sampler lag k (optimiser steps behind)")
     ax1.set_ylabel(r"$\rho = \pi/\mu$")
     ax1.legend(loc="upper left", fontsize=10)
