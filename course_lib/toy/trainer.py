@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
+from tqdm import tqdm          # the text bar: in a notebook it writes to a display line (below)
 
 from .. import advantages, corrections, kl, losses, rewards
 from ..aggregation import aggregate
@@ -33,7 +33,7 @@ from ..masking import masked_mean
 from ..metrics import check_keys
 from .config import ToyConfig
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .policy import Rollout, TinyGPT, response_logits, sample, token_logp
+from .policy import TinyGPT, response_logits, sample, token_logp
 from .task import PAD, PROMPT_LEN, AdditionTask, imperfect_answers
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
