@@ -324,3 +324,31 @@ def test_error_analysis_counts_wrong_prompts_by_kind():
     assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0
     acc10, n10 = ea["units_ten"]
     assert 0 < n10 < TINY.n_heldout and (ea["wrong"] > 0 or acc10 == 1.0)
+
+
+def test_notebook_progress_line_is_updated_in_place_and_ends_in_its_final_state(monkeypatch):
+    """In a notebook the bar is one display updated through its id, so a stored notebook keeps
+    the last state (100%, the postfix), not the 0% a widget's text fallback would keep."""
+    import IPython.display
+    shown, handles = [], []
+
+    class Handle:
+        def update(self, data, raw):
+            shown.append(data["text/plain"])
+
+    def display(data, raw, display_id):
+        shown.append(data["text/plain"])
+        handles.append(Handle())
+        return handles[-1]
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(trainer, "_in_notebook", lambda: True)
+    bar = trainer.progress_bar(5, "run")
+    for _ in range(5):
+        bar.update(1)
+    bar.set_postfix_str("held-out acc 0.500")
+    bar.close()
+    assert len(handles) == 1                                      # one output, updated in place
+    assert shown[0].startswith("run:   0%") and "0/5" in shown[0]
+    assert "100%" in shown[-1] and "5/5" in shown[-1] and "held-out acc 0.500" in shown[-1]
+    assert all(len(line) <= 100 for line in shown)
