@@ -129,6 +129,9 @@ def dr_grpo_loss(logp, old_logp, adv, mask, *, eps_low=0.2, eps_high=0.2, dual_c
                     dual_clip=dual_clip, agg=agg, max_len=max_len, is_weight=is_weight)
 
 
+dr_grpo_loss.std_scaling = False    # its advantage default (a trainer reads it): no division by the std
+
+
 @register_loss("gspo")
 def gspo_loss(logp, old_logp, adv, mask, *, eps_low=3e-4, eps_high=4e-4,
               agg="seq-mean-token-mean", max_len=None, is_weight=None):

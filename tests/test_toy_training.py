@@ -5,9 +5,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib import losses
+import reference as ref
+from course_lib import advantages, losses
 from course_lib.metrics import METRICS
-from course_lib.toy import ToyConfig, load_histories, make_config, save_histories, train
+from course_lib.toy import ToyConfig, load_histories, make_config, save_histories, train, trainer
+from course_lib.toy.policy import Rollout, sample
+from course_lib.toy.task import AdditionTask
 from course_lib.toy.trainer import loss_knobs, warm_start
 
 TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
@@ -32,13 +35,10 @@ CORE_KEYS = ["reward/mean", "acc/sampled", "acc/heldout", "entropy/mean", "len/a
 
 
 @pytest.mark.parametrize("name", ["ppo", "grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo"])
-def test_every_loss_variant_trains_a_few_steps(name):
-    cfg = replace(TINY, loss=name, minibatches=2)
-    state, _ = warm_start(cfg, torch.device("cpu"))
-    before = {k: v.clone() for k, v in state.items()}
-    hist = train(cfg, progress=False)
+def test_every_loss_variant_runs_and_reports_finite_metrics(name):
+    hist = train(replace(TINY, loss=name, minibatches=2), progress=False)
     rows = hist.rows[1:]
-    assert len(rows) == cfg.steps
+    assert len(rows) == TINY.steps
     for row in rows:
         assert all(k in METRICS for k in row if k != "step")
         for k in CORE_KEYS:
@@ -47,8 +47,136 @@ def test_every_loss_variant_trains_a_few_steps(name):
             assert k in row or k == "acc/heldout", f"{name}: metric {k} missing"
             assert math.isfinite(row.get(k, 0.0)), f"{name}: {k} = {row.get(k)}"
     assert math.isfinite(hist.last("acc/heldout"))
-    after = hist.final_state
-    assert max(float((after[k] - before[k]).abs().max()) for k in before) > 1e-4   # parameters moved
+
+
+# a reward the tiny policy can improve in a few steps: DAPO's overlong penalty past 3 tokens
+LEARN = replace(TINY, steps=8, prompts_per_step=16, group_size=8, warm_steps=60, lr=1e-3,
+                overlong_penalty=True, overlong_cache=3, eval_every=8)
+
+
+def test_a_short_run_raises_the_reward_and_lowers_the_loss_on_a_fixed_batch():
+    hist = train(LEARN, progress=False)
+    rew = hist.series("reward/mean")[1]
+    first, last = sum(rew[:2]) / 2, sum(rew[-3:]) / 3
+    assert last > first + 0.05, f"reward {first:.3f} -> {last:.3f}: RL did not improve it"
+    # a fixed batch from the starting policy, its advantages fixed; the sequence-level policy-
+    # gradient loss -mean_i A_i log pi(y_i) must fall: the run made good answers likelier
+    start, end = trainer.build_model(LEARN), trainer.build_model(LEARN)
+    start.load_state_dict(warm_start(LEARN)[0])
+    end.load_state_dict(hist.final_state)
+    prompts = AdditionTask(n_heldout=LEARN.n_heldout).prompts("train")[:32].repeat_interleave(8, dim=0)
+    roll = sample(start, prompts, LEARN.max_new_tokens, generator=torch.Generator().manual_seed(5))
+    r = trainer.shaped_rewards(LEARN, AdditionTask.reward(prompts, roll.responses), roll.mask.sum(1))
+    adv = advantages.group_advantages(r, 8)                                      # [B]
+
+    def seq_loss(model):
+        with torch.no_grad():
+            logp, _ = trainer.learner_logp(model, prompts, roll.responses, LEARN.temperature)
+        return float(-(adv * (logp * roll.mask).sum(dim=1)).mean())
+
+    before, after = seq_loss(start), seq_loss(end)
+    assert after < before - 0.3, f"loss on a fixed batch {before:.3f} -> {after:.3f}"
+
+
+def test_lr_schedule_follows_its_formula():
+    cfg = replace(TINY, lr=1e-3, lr_min=1e-4, warmup_steps=10)
+    const = replace(cfg, lr_schedule="constant")
+    assert trainer.lr_at(const, 0, 101) == pytest.approx(1e-4)             # warm-up: lr (k+1)/10
+    assert trainer.lr_at(const, 4, 101) == pytest.approx(5e-4)
+    assert trainer.lr_at(const, 9, 101) == pytest.approx(1e-3)
+    assert trainer.lr_at(const, 100, 101) == pytest.approx(1e-3)
+    cos = replace(cfg, lr_schedule="cosine")
+    # lr_min + (lr - lr_min) (1 + cos(pi k / (N - 1))) / 2, times the warm-up factor
+    assert trainer.lr_at(cos, 0, 101) == pytest.approx(0.1 * 1e-3)
+    assert trainer.lr_at(cos, 25, 101) == pytest.approx(1e-4 + 9e-4 * (1 + math.sqrt(0.5)) / 2)
+    assert trainer.lr_at(cos, 50, 101) == pytest.approx(5.5e-4)
+    assert trainer.lr_at(cos, 75, 101) == pytest.approx(1e-4 + 9e-4 * (1 - math.sqrt(0.5)) / 2)
+    assert trainer.lr_at(cos, 100, 101) == pytest.approx(1e-4)
+    # and the trainer uses it: one optimiser step per RL step here, the row reports the last lr
+    h = train(replace(cos, steps=3, warmup_steps=2), progress=False)
+    assert h.series("lr")[1] == pytest.approx([0.5 * 1e-3, 5.5e-4, 1e-4])    # k = 0, 1, 2 of N = 3
+
+
+def test_learner_logp_at_temperature_equals_the_samplers():
+    torch.manual_seed(0)
+    model = trainer.build_model(TINY)
+    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:32]
+    for temp in (0.6, 1.5):
+        roll = sample(model, prompts, TINY.max_new_tokens, temperature=temp,
+                      generator=torch.Generator().manual_seed(1))
+        logp, _ = trainer.learner_logp(model, prompts, roll.responses, temp)
+        assert (logp - roll.rollout_logp)[roll.mask].abs().max() < 1e-5
+
+
+def _collected(rewards, G):
+    r = torch.tensor(rewards)
+    return trainer.Collected(batch=None, rewards=r, correct=(r > 0).float(),
+                             lengths=torch.full((len(r),), 3), seconds=1.0, tokens=1, flops=0.0)
+
+
+def test_zero_signal_fraction_on_known_groups():
+    # G = 4: [1 0 0 1] signal, [0 0 0 0] none, [1 1 1 1] none, [0.5 0 0 0] signal, [1 1 1 0] signal
+    rewards = [1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0.5, 0, 0, 0, 1, 1, 1, 0]
+    m = trainer.sampling_metrics(_collected([float(x) for x in rewards], 4), 4)
+    assert m["groups/zero_signal_frac"] == pytest.approx(2 / 5)
+    assert m["samples/step"] == 20
+
+
+def test_dynamic_sampling_filter_keeps_the_first_groups_with_signal():
+    G, P = 2, 3
+    ids = lambda n, start: torch.arange(start, start + n)[:, None]               # noqa: E731
+    rolls, rews = [], []
+    for k, r in enumerate(([1., 1., 0., 1., 0., 0.], [1., 0., 1., 1., 0., 1.])):   # two rounds
+        rolls.append(Rollout(prompts=ids(6, 10 * k), responses=ids(6, 100 + 10 * k),
+                             mask=torch.ones(6, 1, dtype=torch.bool),
+                             rollout_logp=-ids(6, 10 * k).float(), steps=1))
+        rews.append(torch.tensor(r))
+    b = trainer.select_groups(rolls, rews, P, G, filter_signal=True)
+    # signal groups: round 0 group 1 (rows 2, 3); round 1 groups 0 and 2 (rows 10, 11, 14, 15)
+    assert b.prompts[:, 0].tolist() == [2, 3, 10, 11, 14, 15]
+    assert b.responses[:, 0].tolist() == [102, 103, 110, 111, 114, 115]
+    assert b.rewards.tolist() == [0., 1., 1., 0., 0., 1.]
+    b = trainer.select_groups(rolls, rews, P, G, filter_signal=False)
+    assert b.prompts[:, 0].tolist() == [0, 1, 2, 3, 4, 5]                       # unfiltered: the first P
+    assert trainer.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True) is None
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_collect_draws_shapes_and_filters_as_configured(dynamic):
+    """collect() against the same draws done by hand: prompts, rewards with the overlong penalty,
+    and (dynamic sampling) only groups with signal, sampling again until P groups have it."""
+    cfg = replace(TINY, warm_steps=0, dynamic_sampling=dynamic, max_sampling_rounds=3,
+                  overlong_penalty=True, overlong_cache=4)
+    torch.manual_seed(0)
+    model = trainer.build_model(cfg)
+    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    got = trainer.collect(cfg, model, train_prompts, torch.Generator().manual_seed(1),
+                          torch.Generator().manual_seed(2), lambda ctx: 0.0)
+    gen, cpu_gen = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    P, G, L = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
+    kept, shaped = [], []
+    for _ in range(cfg.max_sampling_rounds if dynamic else 1):
+        prompts = train_prompts[torch.randint(len(train_prompts), (P,), generator=cpu_gen)]
+        prompts = prompts.repeat_interleave(G, dim=0)
+        roll = sample(model, prompts, L, generator=gen)
+        lengths = roll.mask.sum(1).tolist()
+        r = [c + ref.overlong_penalty(n, L, 4) for c, n in
+             zip(AdditionTask.reward(prompts, roll.responses).tolist(), lengths)]
+        shaped += r
+        for g in range(P):
+            grp = r[g * G:(g + 1) * G]
+            if not dynamic or any(x != grp[0] for x in grp):
+                kept.append((prompts[g * G], grp))
+        if not dynamic or len(kept) >= P:
+            break
+    kept = kept[:P]
+    assert got.rewards.tolist() == pytest.approx(shaped)
+    assert len(got.batch.rewards) == len(kept) * G
+    assert got.batch.rewards.tolist() == pytest.approx([x for _, grp in kept for x in grp])
+    assert torch.equal(got.batch.prompts[::G], torch.stack([p for p, _ in kept]))
+    assert any(x < 0 for x in shaped)                                     # the penalty did bite
+    if dynamic:
+        assert len(got.rewards) > P * G                                  # it sampled again
 
 
 def test_registered_custom_loss_is_called_by_the_trainer():
@@ -196,3 +324,31 @@ def test_error_analysis_counts_wrong_prompts_by_kind():
     assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0
     acc10, n10 = ea["units_ten"]
     assert 0 < n10 < TINY.n_heldout and (ea["wrong"] > 0 or acc10 == 1.0)
+
+
+def test_notebook_progress_line_is_updated_in_place_and_ends_in_its_final_state(monkeypatch):
+    """In a notebook the bar is one display updated through its id, so a stored notebook keeps
+    the last state (100%, the postfix), not the 0% a widget's text fallback would keep."""
+    import IPython.display
+    shown, handles = [], []
+
+    class Handle:
+        def update(self, data, raw):
+            shown.append(data["text/plain"])
+
+    def display(data, raw, display_id):
+        shown.append(data["text/plain"])
+        handles.append(Handle())
+        return handles[-1]
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(trainer, "_in_notebook", lambda: True)
+    bar = trainer.progress_bar(5, "run")
+    for _ in range(5):
+        bar.update(1)
+    bar.set_postfix_str("held-out acc 0.500")
+    bar.close()
+    assert len(handles) == 1                                      # one output, updated in place
+    assert shown[0].startswith("run:   0%") and "0/5" in shown[0]
+    assert "100%" in shown[-1] and "5/5" in shown[-1] and "held-out acc 0.500" in shown[-1]
+    assert all(len(line) <= 100 for line in shown)

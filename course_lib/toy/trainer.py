@@ -1,99 +1,282 @@
 """``train(config) -> History``: GRPO-family RL on the addition task, calling course_lib's pieces.
 
-One step, top to bottom (ALGO marks the lines that are the algorithm, the rest is plumbing):
-  1. sample P prompts x G responses with the sampler (possibly mismatched to the learner);
-     with dynamic sampling, drop zero-signal groups and sample again until P groups remain
-  2. reward = correctness (+ rewards.overlong_penalty), advantage = advantages.group_advantages
-     (or rloo_advantages) per group
-  3. the learner recomputes log pi_old (no grad), log pi_ref, entropy and KL metrics;
-     corrections.correction_weights gives the TIS/MIS weight against the sampler's log-probs
-  4. for each epoch and minibatch of whole groups: loss = loss_fn(logp, old_logp, adv, mask,
-     **knobs, is_weight=w) + beta * aggregate(kl_estimate(logp, ref_logp, mask, kind), mask, agg)
-The loss functions come from ``losses.resolve_loss`` (a registered name or a callable): this file
-contains no loss, advantage, aggregation, KL or correction formula of its own.
+``train`` reads top to bottom; each RL step is
+  1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
+     learner), reward = correctness (+ rewards.overlong_penalty); with dynamic sampling, keep only
+     groups with signal and sample again until P groups remain -> a ``Batch``
+  2. ``learn``: the learner recomputes log pi_old and log pi_ref without gradient, the advantages
+     come from advantages.group_advantages (or rloo_advantages), corrections.correction_weights
+     gives the TIS/MIS weight against the sampler's log-probs (``targets``); then for each epoch and
+     minibatch of whole groups one optimiser step on ``policy_loss``:
+     loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
+The loss functions come from ``losses.resolve_loss`` (a registered name or a callable), and a loss's
+own defaults (its aggregation, whether its advantage divides by the std) are read from the loss:
+this file contains no loss, advantage, aggregation, KL or correction formula of its own.
 """
 from __future__ import annotations
 
 import collections
 import copy
 import inspect
-import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
-from tqdm.auto import tqdm
+from torch import Tensor
+from tqdm import tqdm          # the text bar: in a notebook it writes to a display line (below)
 
 from .. import advantages, corrections, kl, losses, rewards
 from ..aggregation import aggregate
 from ..masking import masked_mean
 from ..metrics import check_keys
 from .config import ToyConfig
+from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .policy import TinyGPT, response_logits, sample, token_logp
 from .task import PAD, PROMPT_LEN, AdditionTask, imperfect_answers
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
 
-
-# ----------------------------------------------------------------------------------------------
-# History
-# ----------------------------------------------------------------------------------------------
-@dataclass
-class History:
-    """One row of metrics per RL step (row 0: before RL), keys defined in ``metrics.METRICS``."""
-    config: dict
-    rows: list = field(default_factory=list)
-    warm_start_s: float = 0.0
-    final_state: dict | None = field(default=None, repr=False)   # trained weights (CPU); not saved
-
-    def series(self, key: str):
-        """(steps, values) as float lists, skipping steps where the key is missing or NaN."""
-        xs, ys = [], []
-        for r in self.rows:
-            v = r.get(key)
-            if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                xs.append(r["step"])
-                ys.append(float(v))
-        return xs, ys
-
-    def first(self, key: str) -> float:
-        ys = self.series(key)[1]
-        return ys[0] if ys else float("nan")
-
-    def last(self, key: str) -> float:
-        ys = self.series(key)[1]
-        return ys[-1] if ys else float("nan")
-
-    def mean(self, key: str, last_n: int | None = None) -> float:
-        ys = self.series(key)[1]
-        ys = ys[-last_n:] if last_n else ys
-        return sum(ys) / len(ys) if ys else float("nan")
-
-    def to_json(self) -> dict:
-        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                 for r in self.rows]
-        return {"config": self.config, "rows": clean, "warm_start_s": self.warm_start_s}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "History":
-        rows = [{k: (float("nan") if v is None else v) for k, v in r.items()} for r in d["rows"]]
-        return cls(config=d["config"], rows=rows, warm_start_s=d.get("warm_start_s", 0.0))
-
-
-def config_record(cfg: ToyConfig) -> dict:
-    """The config as JSON-friendly values (a callable loss is recorded by its name)."""
-    d = asdict(cfg)
-    if callable(d["loss"]):
-        d["loss"] = getattr(d["loss"], "__name__", repr(d["loss"]))
-    return d
+# advantage estimators: rewards [B], G, std scaling -> adv [B] (RLOO never divides by the std)
+ADV_ESTIMATORS = {
+    "grpo": lambda r, G, scale: advantages.group_advantages(r, G, scale=scale),
+    "rloo": lambda r, G, scale: advantages.rloo_advantages(r, G),
+}
 
 
 # ----------------------------------------------------------------------------------------------
-# pieces
+# progress display
+# ----------------------------------------------------------------------------------------------
+class _DisplayLine:
+    """A file for tqdm that shows its latest line in one notebook output, updated in place.
+
+    The update goes through a display id, so a notebook executed by nbconvert stores the bar's
+    final state (not the 0% a widget's text fallback keeps), and no widget is needed to see it.
+    """
+
+    def __init__(self):
+        self.handle = None
+
+    def write(self, s: str) -> None:
+        line = s.replace("\n", "\r").split("\r")
+        line = next((x for x in reversed(line) if x.strip()), None)
+        if line is None:
+            return
+        from IPython.display import display
+        if self.handle is None:
+            self.handle = display({"text/plain": line}, raw=True, display_id=True)
+        else:
+            self.handle.update({"text/plain": line}, raw=True)
+
+    def flush(self) -> None:
+        pass
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
+    """A tqdm bar: in a notebook one text line updated in place (its final state stays in the
+    stored output), in a terminal tqdm's usual bar on stderr, nothing when not ``enabled``."""
+    if not enabled:
+        return tqdm(total=total, disable=True)
+    if _in_notebook():
+        return tqdm(total=total, desc=desc, file=_DisplayLine(), ncols=96, mininterval=1.0)
+    return tqdm(total=total, desc=desc, mininterval=1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# model, warm start, evaluation, schedule
 # ----------------------------------------------------------------------------------------------
 def build_model(cfg: ToyConfig) -> TinyGPT:
     return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=PROMPT_LEN + cfg.max_new_tokens)
+
+
+_WARM_CACHE: dict = {}
+
+
+def warm_start(cfg: ToyConfig, device: torch.device | None = None, *,
+               progress: bool = False) -> tuple[dict, float]:
+    """Supervised warm start on deliberately imperfect answers -> (state_dict on CPU, seconds).
+
+    Cached per process by the fields it depends on, so runs that differ only in RL knobs start
+    from the same policy and pay for it once.
+    """
+    device = device or cfg.resolved_device()
+    key = (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
+           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type)
+    if key in _WARM_CACHE:
+        return _WARM_CACHE[key]
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg.warm_seed)
+    model = build_model(cfg).to(device)
+    g = torch.Generator().manual_seed(cfg.warm_seed)
+    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    probe = train_prompts[:512].to(device)          # training prompts: the held-out set stays unseen
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
+    target = "" if cfg.warm_target is None else f" to greedy acc {cfg.warm_target}"
+    bar = progress_bar(cfg.warm_steps, f"warm start{target}", progress and cfg.warm_steps > 0)
+    for step in range(cfg.warm_steps):
+        if cfg.warm_target is not None and step % 10 == 0:
+            acc = heldout_accuracy(model, probe, cfg.max_new_tokens)
+            bar.set_postfix_str(f"greedy acc {acc:.3f}", refresh=False)
+            if acc >= cfg.warm_target:
+                bar.total = step                    # reached: the bar ends full, not stalled
+                break
+        for group in opt.param_groups:
+            group["lr"] = cfg.warm_lr * min(1.0, (step + 1) / 10)
+        idx = torch.randint(len(train_prompts), (cfg.warm_batch,), generator=g)
+        prompts = train_prompts[idx]
+        answers = imperfect_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
+        seq = torch.cat([prompts, answers], dim=1).to(device)                 # [N, Lp + T]
+        logits = model(seq[:, :-1])[:, PROMPT_LEN - 1:]                        # [N, T, V]
+        target_tok = seq[:, PROMPT_LEN:]                                       # [N, T]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 target_tok.reshape(-1), ignore_index=PAD)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        bar.update(1)
+    bar.close()
+    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    _WARM_CACHE[key] = (state, time.perf_counter() - t0)
+    return _WARM_CACHE[key]
+
+
+@torch.no_grad()
+def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int) -> float:
+    """Greedy-decoding accuracy on the given prompts."""
+    roll = sample(model, prompts, max_new_tokens, greedy=True)
+    return float(AdditionTask.reward(prompts, roll.responses).mean())
+
+
+def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
+    """Linear warm-up over warmup_steps optimiser steps, then constant or cosine to lr_min."""
+    warm = min(1.0, (opt_step + 1) / max(cfg.warmup_steps, 1))
+    if cfg.lr_schedule == "constant":
+        return cfg.lr * warm
+    frac = min(opt_step / max(total_opt_steps - 1, 1), 1.0)
+    return warm * (cfg.lr_min + (cfg.lr - cfg.lr_min) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _pad_cat(tensors: list, value) -> Tensor:
+    """Concatenate [B_i, T_i] tensors along B, right-padding each to the largest T with value."""
+    T = max(t.shape[1] for t in tensors)
+    return torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=value) for t in tensors])
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. sampling, reward shaping, dynamic-sampling filter
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Batch:
+    """What one update learns from: whole groups of G responses, contiguous. B = n_groups * G."""
+    prompts: Tensor         # [B, Lp]
+    responses: Tensor       # [B, T] PAD after EOS
+    mask: Tensor            # [B, T] bool
+    rollout_logp: Tensor    # [B, T] log-probs under the sampler (0 on padding)
+    rewards: Tensor         # [B] shaped rewards (correctness + overlong penalty)
+
+
+@dataclass
+class Collected:
+    """One step's sampling: the batch to learn from and every response drawn for it."""
+    batch: Batch | None     # None when dynamic sampling kept no group
+    rewards: Tensor         # [N] shaped rewards of every response drawn (N = rounds * P * G)
+    correct: Tensor         # [N] 0/1 correctness
+    lengths: Tensor         # [N] response lengths (tokens, EOS included)
+    seconds: float          # wall time inside the sampler
+    tokens: int             # sampled token slots
+    flops: float            # model FLOPs of sampling
+
+
+def shaped_rewards(cfg: ToyConfig, correct: Tensor, lengths: Tensor) -> Tensor:
+    """The reward the advantage sees: correctness, plus DAPO's overlong penalty when enabled."""
+    if not cfg.overlong_penalty:
+        return correct.clone()
+    return correct + rewards.overlong_penalty(lengths, cfg.max_new_tokens, cfg.overlong_cache)   # DAPO Eq. 13
+
+
+def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool):
+    """The first ``n_groups`` groups of the rounds' rollouts (with ``filter_signal``: only groups
+    whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept."""
+    keep = [advantages.signal_groups(r, G).repeat_interleave(G) if filter_signal
+            else torch.ones_like(r, dtype=torch.bool) for r in round_rewards]       # [B] per round
+    n_keep = min(sum(int(k.sum()) for k in keep) // G, n_groups)
+    if n_keep == 0:
+        return None
+    cut = n_keep * G
+    return Batch(prompts=torch.cat([ro.prompts[k] for ro, k in zip(rolls, keep)])[:cut],
+                 responses=_pad_cat([ro.responses[k] for ro, k in zip(rolls, keep)], PAD)[:cut],
+                 mask=_pad_cat([ro.mask[k] for ro, k in zip(rolls, keep)], False)[:cut],
+                 rollout_logp=_pad_cat([ro.rollout_logp[k] for ro, k in zip(rolls, keep)], 0.0)[:cut],
+                 rewards=torch.cat([r[k] for r, k in zip(round_rewards, keep)])[:cut])
+
+
+def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.Generator,
+            cpu_gen: torch.Generator, flops_per_token: Callable[[float], float]) -> Collected:
+    """Sample P prompts x G responses (more rounds with dynamic sampling) and shape the rewards."""
+    P, G, T_max = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
+    noise = cfg.logits_noise if cfg.mismatch == "noise" else 0.0
+    device = train_prompts.device
+    rolls, shaped, correct, lengths = [], [], [], []
+    seconds, tokens, flops = 0.0, 0, 0.0
+    for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
+        idx = torch.randint(len(train_prompts), (P,), generator=cpu_gen).to(device)
+        prompts = train_prompts[idx].repeat_interleave(G, dim=0)           # [B, Lp], groups contiguous
+        _sync(device); t0 = time.perf_counter()
+        roll = sample(sampler, prompts, T_max, temperature=cfg.temperature, generator=gen,
+                      logits_noise=noise)
+        _sync(device); seconds += time.perf_counter() - t0
+        tokens += roll.responses.numel()
+        flops += P * G * (PROMPT_LEN + roll.steps - 1) * flops_per_token((PROMPT_LEN + roll.steps) / 2)
+        ok = AdditionTask.reward(prompts, roll.responses)                     # [B] 0/1
+        n_tok = roll.mask.sum(dim=1)                                          # [B]
+        rolls.append(roll); correct.append(ok); lengths.append(n_tok)
+        shaped.append(shaped_rewards(cfg, ok, n_tok))
+        if not cfg.dynamic_sampling:
+            break
+        if sum(int(advantages.signal_groups(r, G).sum()) for r in shaped) >= P:
+            break
+    batch = select_groups(rolls, shaped, P, G, filter_signal=cfg.dynamic_sampling)
+    return Collected(batch, torch.cat(shaped), torch.cat(correct), torch.cat(lengths),
+                     seconds, tokens, flops)
+
+
+def sampling_metrics(c: Collected, G: int) -> dict:
+    """Metrics of everything drawn this step (before the filter)."""
+    rew, cor, lens = c.rewards, c.correct, c.lengths.float()
+    n_groups = len(rew) // G
+    return {"reward/mean": float(rew.mean()), "acc/sampled": float(cor.mean()),
+            "len/all": float(lens.mean()),
+            "len/correct": float(lens[cor > 0].mean()) if (cor > 0).any() else float("nan"),
+            "len/wrong": float(lens[cor == 0].mean()) if (cor == 0).any() else float("nan"),
+            "groups/zero_signal_frac": 1.0 - float(advantages.signal_groups(rew, G).float().sum()) / n_groups,
+            "samples/step": len(rew), "time/sample_s": c.seconds,
+            "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops}
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. the update
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class LossSetup:
+    fn: Callable            # the loss function, signature of losses.py
+    knobs: dict             # the config's knobs it accepts (None knobs left at the loss's default)
+    agg: str                # the aggregation mode in use (the KL term uses it too)
+    std_scaling: bool       # whether the GRPO advantage divides by the group std
 
 
 def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
@@ -121,81 +304,121 @@ def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
     return knobs, knobs.get("agg", default_agg)
 
 
-_WARM_CACHE: dict = {}
+def loss_setup(cfg: ToyConfig) -> LossSetup:
+    """The loss of the config with its knobs; defaults the config leaves open come from the loss."""
+    fn = losses.resolve_loss(cfg.loss)
+    knobs, agg = loss_knobs(fn, cfg)
+    std_scaling = getattr(fn, "std_scaling", True) if cfg.std_scaling is None else cfg.std_scaling
+    return LossSetup(fn, knobs, agg, std_scaling)
 
 
-def warm_start(cfg: ToyConfig, device: torch.device | None = None) -> tuple[dict, float]:
-    """Supervised warm start on deliberately imperfect answers -> (state_dict on CPU, seconds).
+@dataclass
+class Targets:
+    """The constants of the loss, fixed once per batch before the update."""
+    adv: Tensor                 # [B]
+    old_logp: Tensor            # [B, T] pi_old: the learner's recompute or the sampler's log-probs
+    ref_logp: Tensor            # [B, T] the reference (warm-start) policy
+    is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
 
-    Cached per process by the fields it depends on, so runs that differ only in RL knobs start
-    from the same policy and pay for it once.
-    """
-    device = device or cfg.resolved_device()
-    key = (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
-           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type)
-    if key in _WARM_CACHE:
-        return _WARM_CACHE[key]
-    t0 = time.perf_counter()
-    torch.manual_seed(cfg.warm_seed)
-    model = build_model(cfg).to(device)
-    g = torch.Generator().manual_seed(cfg.warm_seed)
-    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
-    probe = train_prompts[:512].to(device)          # training prompts: the held-out set stays unseen
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
-    for step in range(cfg.warm_steps):
-        if (cfg.warm_target is not None and step % 10 == 0
-                and heldout_accuracy(model, probe, cfg.max_new_tokens) >= cfg.warm_target):
-            break
-        for group in opt.param_groups:
-            group["lr"] = cfg.warm_lr * min(1.0, (step + 1) / 10)
-        idx = torch.randint(len(train_prompts), (cfg.warm_batch,), generator=g)
-        prompts = train_prompts[idx]
-        answers = imperfect_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
-        seq = torch.cat([prompts, answers], dim=1).to(device)                 # [N, Lp + T]
-        logits = model(seq[:, :-1])[:, PROMPT_LEN - 1:]                        # [N, T, V]
-        target = seq[:, PROMPT_LEN:]                                           # [N, T]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 target.reshape(-1), ignore_index=PAD)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    _WARM_CACHE[key] = (state, time.perf_counter() - t0)
-    return _WARM_CACHE[key]
+
+def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float):
+    """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]."""
+    return token_logp(response_logits(model, prompts, responses), responses, temperature)
 
 
 @torch.no_grad()
-def heldout_accuracy(model: TinyGPT, prompts: torch.Tensor, max_new_tokens: int) -> float:
-    """Greedy-decoding accuracy on the given prompts."""
-    roll = sample(model, prompts, max_new_tokens, greedy=True)
-    return float(AdditionTask.reward(prompts, roll.responses).mean())
+def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT,
+            batch: Batch) -> tuple[Targets, dict]:
+    """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics."""
+    mask = batch.mask
+    adv = ADV_ESTIMATORS[cfg.adv_estimator](batch.rewards, cfg.group_size, setup.std_scaling)   # [B]
+    recomputed, logp_all = learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
+    ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature)
+    old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
+    is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
+                                               cfg.correction_cap, cfg.correction_level)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [B, T]
+    gap = (recomputed - batch.rollout_logp).abs()[mask]
+    metrics = {
+        "entropy/mean": float(masked_mean(entropy, mask)),
+        "kl/ref": float(masked_mean(kl.categorical_kl(logp_all, ref_all), mask)),
+        "mismatch/abs_logratio_p99": float(torch.quantile(gap.float(), 0.99)) if gap.numel() else 0.0,
+        "mismatch/abs_logratio_max": float(gap.max()) if gap.numel() else 0.0,
+        "is/weight_mean": 1.0 if is_weight is None else float(masked_mean(is_weight, mask)),
+        "is/zero_frac": 0.0 if is_weight is None else float(masked_mean((is_weight == 0).float(), mask)),
+        "adv/pos_token_frac": float(masked_mean((adv[:, None] > 0).expand_as(mask).float(), mask)),
+    }
+    return Targets(adv, old_logp, ref_logp, is_weight), metrics
 
 
-def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
-    """Linear warm-up over warmup_steps optimiser steps, then constant or cosine to lr_min."""
-    warm = min(1.0, (opt_step + 1) / max(cfg.warmup_steps, 1))
-    if cfg.lr_schedule == "constant":
-        return cfg.lr * warm
-    frac = min(opt_step / max(total_opt_steps - 1, 1), 1.0)
-    return warm * (cfg.lr_min + (cfg.lr - cfg.lr_min) * 0.5 * (1 + math.cos(math.pi * frac)))
+def policy_loss(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets,
+                rows: Tensor) -> tuple[Tensor, Tensor, Tensor | None, dict]:
+    """The loss on the responses ``rows`` [b]: (total, policy part, KL part or None, loss stats)."""
+    m = batch.mask[rows]
+    logp, _ = learner_logp(model, batch.prompts[rows], batch.responses[rows], cfg.temperature)   # [b, T]
+    extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
+    pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
+    if cfg.kl_coef == 0:
+        return pg_loss, pg_loss, None, stats
+    kl_term = aggregate(kl.kl_estimate(logp, tg.ref_logp[rows], m, cfg.kl_estimator), m, setup.agg,
+                        cfg.max_new_tokens)                # max_len: read by the -norm mode only
+    return pg_loss + cfg.kl_coef * kl_term, pg_loss, kl_term, stats
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _pad_cat(tensors: list, value) -> torch.Tensor:
-    """Concatenate [B_i, T_i] tensors along B, right-padding each to the largest T with value."""
-    T = max(t.shape[1] for t in tensors)
-    return torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=value) for t in tensors])
+def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets,
+           cpu_gen: torch.Generator, lr_for: Callable[[], float],
+           after_step: Callable[[], None] = lambda: None) -> dict:
+    """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics."""
+    G = cfg.group_size
+    n_groups = len(batch.rewards) // G
+    mb_groups = max(n_groups // cfg.minibatches, 1)
+    sums: dict = collections.defaultdict(float)
+    ratio_max, n_updates, tokens, flops = 0.0, 0, 0, 0.0
+    ctx = PROMPT_LEN + batch.responses.shape[1]
+    for _ in range(cfg.epochs):
+        order = torch.randperm(n_groups, generator=cpu_gen)
+        for start in range(0, n_groups, mb_groups):
+            grp = order[start: start + mb_groups]
+            rows = (grp[:, None] * G + torch.arange(G)).reshape(-1).to(batch.mask.device)   # [b]
+            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, model, batch, tg, rows)
+            lr = lr_for()
+            for group in opt.param_groups:
+                group["lr"] = lr
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            after_step()
+            sums["loss/policy"] += float(pg_loss.detach())
+            sums["loss/total"] += float(total.detach())
+            sums["grad/norm"] += float(gnorm)
+            if kl_term is not None:
+                sums["kl/penalty"] += float(kl_term.detach())
+            for k, v in stats.items():
+                if k == "ratio/max":
+                    ratio_max = max(ratio_max, v)
+                else:
+                    sums[k] += v
+            n_updates += 1
+            tokens += len(rows) * (ctx - 1)
+            flops += len(rows) * (ctx - 1) * model.flops_per_token(ctx / 2)
+    out = {k: v / n_updates for k, v in sums.items()}
+    out.setdefault("kl/penalty", 0.0)
+    out.update({"ratio/max": ratio_max, "lr": lr, "learn_tokens": tokens, "flops/learn": flops})
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
 # the loop
 # ----------------------------------------------------------------------------------------------
-def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> History:
-    """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics."""
+def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
+          stop_after: int | None = None) -> History:
+    """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
+
+    ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
+    state stays in the stored output). ``stop_after``: run only the first that many steps of the
+    config's schedule (the rows are those of the full run; tests use it).
+    """
     device = cfg.resolved_device()
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
@@ -203,9 +426,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
     task = AdditionTask(n_heldout=cfg.n_heldout)
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
-    P, G, T_max = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
 
-    state, warm_s = warm_start(cfg, device)
+    state, warm_s = warm_start(cfg, device, progress=progress)
     model = build_model(cfg).to(device)
     model.load_state_dict(state)
     ref_model = copy.deepcopy(model).requires_grad_(False)
@@ -216,186 +438,62 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None) -> 
             sampler = sampler.to(torch.bfloat16)
     snapshots = collections.deque([copy.deepcopy(state)], maxlen=cfg.stale_steps + 1)
 
-    loss_fn = losses.resolve_loss(cfg.loss)
-    knobs, agg = loss_knobs(loss_fn, cfg)
-    is_dr = cfg.loss == "dr_grpo"
-    std_scaling = (not is_dr) if cfg.std_scaling is None else cfg.std_scaling
+    def after_opt_step():                   # a stale sampler reads weights stale_steps steps old
+        if cfg.mismatch == "stale":
+            snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+
+    setup = loss_setup(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
     total_opt_steps = cfg.steps * cfg.epochs * cfg.minibatches
-    opt_step = 0
+    opt_steps = 0
+
+    def next_lr() -> float:
+        nonlocal opt_steps
+        opt_steps += 1
+        return lr_at(cfg, opt_steps - 1, total_opt_steps)
 
     torch.manual_seed(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)       # sampling noise
     cpu_gen = torch.Generator().manual_seed(cfg.seed + 10_000)       # prompt choice, minibatch order
-    noise = cfg.logits_noise if cfg.mismatch == "noise" else 0.0
+    flops_per_token = lambda ctx: model.flops_per_token(ctx, backward=False)   # noqa: E731
 
     hist = History(config=config_record(cfg), warm_start_s=warm_s)
-    hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, T_max),
+    hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens),
                       "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
     drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
-    bar = tqdm(range(1, cfg.steps + 1), desc=desc or str(cfg.loss), disable=not progress,
-               leave=True, mininterval=1.0)
-    for step in bar:
+    n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
+    bar = progress_bar(n_steps, desc or str(cfg.loss), progress)
+    for step in range(1, n_steps + 1):
         t_step = time.perf_counter()
         # ---- 1. sample (plumbing: which weights the sampler has) ----------------------------
         if cfg.mismatch == "stale":
             sampler.load_state_dict(snapshots[0])
         elif cfg.mismatch == "bf16":
             sampler.load_state_dict(model.state_dict())               # cast to bfloat16 on copy
-        kept, all_rewards, all_correct, all_len, n_groups, t_sample, sample_tok, flops_sample = \
-            [], [], [], [], 0, 0.0, 0, 0.0
-        for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
-            idx = torch.randint(len(train_prompts), (P,), generator=cpu_gen).to(device)
-            prompts = train_prompts[idx].repeat_interleave(G, dim=0)             # [B, Lp], groups contiguous
+        got = collect(cfg, sampler, train_prompts, gen, cpu_gen, flops_per_token)
+        drawn += len(got.rewards)
+        row = {"step": step, **sampling_metrics(got, cfg.group_size), "samples/drawn": drawn}
+
+        # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
+        if got.batch is not None:                                     # else nothing to learn from
+            tg, target_metrics = targets(cfg, setup, model, ref_model, got.batch)
             _sync(device); t0 = time.perf_counter()
-            roll = sample(sampler, prompts, T_max, temperature=cfg.temperature, generator=gen,
-                          logits_noise=noise)
-            _sync(device); t_sample += time.perf_counter() - t0
-            sample_tok += roll.responses.numel()
-            flops_sample += (P * G * (PROMPT_LEN + roll.steps - 1)
-                             * model.flops_per_token((PROMPT_LEN + roll.steps) / 2, backward=False))
-            correct = task.reward(prompts, roll.responses)                         # [B] 0/1
-            lengths = roll.mask.sum(dim=1)                                         # [B]
-            r = correct.clone()
-            if cfg.overlong_penalty:                                              # ALGO: DAPO Eq. 13
-                r = r + rewards.overlong_penalty(lengths, T_max, cfg.overlong_cache)
-            signal = advantages.signal_groups(r, G)                               # [P]
-            all_rewards.append(r); all_correct.append(correct); all_len.append(lengths)
-            n_groups += P
-            if cfg.dynamic_sampling:                                              # ALGO: DAPO §3.2
-                rows = signal.repeat_interleave(G)
-                kept.append((roll, r, rows))
-                if sum(int(k[2].sum()) for k in kept) >= P * G:
-                    break
-            else:
-                kept.append((roll, r, torch.ones_like(r, dtype=torch.bool)))
-        drawn += len(all_rewards) * P * G
-        rew, cor, lens = torch.cat(all_rewards), torch.cat(all_correct), torch.cat(all_len)
-        row = {"step": step, "reward/mean": float(rew.mean()), "acc/sampled": float(cor.mean()),
-               "len/all": float(lens.float().mean()),
-               "len/correct": float(lens[cor > 0].float().mean()) if (cor > 0).any() else float("nan"),
-               "len/wrong": float(lens[cor == 0].float().mean()) if (cor == 0).any() else float("nan"),
-               "groups/zero_signal_frac": 1.0 - float(advantages.signal_groups(rew, G).float().sum()) / n_groups,
-               "samples/step": len(all_rewards) * P * G, "samples/drawn": drawn,
-               "time/sample_s": t_sample, "speed/sample_tok_s": sample_tok / max(t_sample, 1e-9),
-               "flops/sample": flops_sample}
+            learned = update(cfg, setup, model, opt, got.batch, tg, cpu_gen, next_lr, after_opt_step)
+            _sync(device); t_learn = time.perf_counter() - t0
+            tokens = learned.pop("learn_tokens")
+            row.update({**target_metrics, **learned, "time/learn_s": t_learn,
+                        "speed/learn_tok_s": tokens / max(t_learn, 1e-9)})
 
-        prompts = torch.cat([k[0].prompts[k[2]] for k in kept])
-        responses = _pad_cat([k[0].responses[k[2]] for k in kept], PAD)
-        mask = _pad_cat([k[0].mask[k[2]] for k in kept], False)
-        rollout_logp = _pad_cat([k[0].rollout_logp[k[2]] for k in kept], 0.0)
-        r = torch.cat([k[1][k[2]] for k in kept])
-        n_keep = min(len(r) // G, P)
-        prompts, responses, mask, rollout_logp, r = (x[: n_keep * G] for x in
-                                                     (prompts, responses, mask, rollout_logp, r))
-        if n_keep == 0:                                       # nothing to learn from this step
-            hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start, cpu_start))
-            continue
-
-        # ---- 2. advantages (ALGO) -----------------------------------------------------------
-        if cfg.adv_estimator == "rloo":
-            adv = advantages.rloo_advantages(r, G)                                 # [B]
-        else:
-            adv = advantages.group_advantages(r, G, scale=std_scaling)             # [B]
-
-        # ---- 3. learner recomputes pi_old, pi_ref; correction weights (ALGO) ---------------
-        with torch.no_grad():
-            learner_logp, logp_all = token_logp(response_logits(model, prompts, responses),
-                                                responses, cfg.temperature)       # [B, T], [B, T, V]
-            ref_logp, ref_all = token_logp(response_logits(ref_model, prompts, responses),
-                                           responses, cfg.temperature)
-            entropy = -(logp_all.exp() * logp_all).sum(-1)                         # [B, T]
-            row["entropy/mean"] = float(masked_mean(entropy, mask))
-            row["kl/ref"] = float(masked_mean(kl.categorical_kl(logp_all, ref_all), mask))
-            gap = (learner_logp - rollout_logp).abs()[mask]
-            row["mismatch/abs_logratio_p99"] = float(torch.quantile(gap.float(), 0.99)) if gap.numel() else 0.0
-            row["mismatch/abs_logratio_max"] = float(gap.max()) if gap.numel() else 0.0
-        old_logp = learner_logp if cfg.old_logp_source == "learner" else rollout_logp
-        is_weight = corrections.correction_weights(cfg.correction, learner_logp, rollout_logp, mask,
-                                                   cfg.correction_cap, cfg.correction_level)
-        row["is/weight_mean"] = 1.0 if is_weight is None else float(masked_mean(is_weight, mask))
-        row["is/zero_frac"] = 0.0 if is_weight is None else float(masked_mean((is_weight == 0).float(), mask))
-        row["adv/pos_token_frac"] = float(masked_mean((adv[:, None] > 0).expand_as(mask).float(), mask))
-
-        # ---- 4. policy update: epochs x minibatches of whole groups ---------------------------
-        _sync(device); t0 = time.perf_counter()
-        sums: dict = collections.defaultdict(float)
-        ratio_max, n_updates, learn_tok, flops_learn = 0.0, 0, 0, 0.0
-        mb_groups = max(n_keep // cfg.minibatches, 1)
-        for _ in range(cfg.epochs):
-            order = torch.randperm(n_keep, generator=cpu_gen)
-            for start in range(0, n_keep, mb_groups):
-                grp = order[start: start + mb_groups]
-                rows = (grp[:, None] * G + torch.arange(G)).reshape(-1).to(device)   # [b]
-                m = mask[rows]
-                logp, _ = token_logp(response_logits(model, prompts[rows], responses[rows]),
-                                     responses[rows], cfg.temperature)             # [b, T]
-                w = None if is_weight is None else is_weight[rows]
-                extra = {} if w is None else {"is_weight": w}
-                pg_loss, stats = loss_fn(logp, old_logp[rows], adv[rows], m, **knobs, **extra)
-                total = pg_loss
-                if cfg.kl_coef > 0:                                                # ALGO: KL in the loss
-                    kl_term = aggregate(kl.kl_estimate(logp, ref_logp[rows], m, cfg.kl_estimator),
-                                        m, agg, cfg.max_new_tokens if agg == "seq-mean-token-sum-norm" else None)
-                    total = pg_loss + cfg.kl_coef * kl_term
-                    sums["kl/penalty"] += float(kl_term.detach())
-                lr = lr_at(cfg, opt_step, total_opt_steps)
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                opt.zero_grad(set_to_none=True)
-                total.backward()
-                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                opt.step()
-                opt_step += 1
-                if cfg.mismatch == "stale":
-                    snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-                sums["loss/policy"] += float(pg_loss.detach())
-                sums["loss/total"] += float(total.detach())
-                sums["grad/norm"] += float(gnorm)
-                for k, v in stats.items():
-                    if k == "ratio/max":
-                        ratio_max = max(ratio_max, v)
-                    else:
-                        sums[k] += v
-                n_updates += 1
-                n_tok = len(rows) * (PROMPT_LEN + responses.shape[1] - 1)
-                learn_tok += n_tok
-                flops_learn += n_tok * model.flops_per_token((PROMPT_LEN + responses.shape[1]) / 2)
-        _sync(device); t_learn = time.perf_counter() - t0
-        row.update({k: v / n_updates for k, v in sums.items()})
-        row.setdefault("kl/penalty", 0.0)
-        row.update({"ratio/max": ratio_max, "lr": lr, "time/learn_s": t_learn,
-                    "speed/learn_tok_s": learn_tok / max(t_learn, 1e-9), "flops/learn": flops_learn})
-        hist.rows.append(_finish_row(row, cfg, model, held_prompts, step, t_step, t_start, cpu_start))
-        if progress and "acc/heldout" in hist.rows[-1]:
-            bar.set_postfix_str(f"held-out acc {hist.rows[-1]['acc/heldout']:.3f}")
+        # ---- 3. evaluate and record -------------------------------------------------------
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            row["acc/heldout"] = heldout_accuracy(model, held_prompts, cfg.max_new_tokens)
+            bar.set_postfix_str(f"held-out acc {row['acc/heldout']:.3f}", refresh=False)
+        now = time.perf_counter()
+        row.update({"time/step_s": now - t_step, "time/elapsed_s": now - t_start,
+                    "time/elapsed_cpu_s": time.process_time() - cpu_start})
+        check_keys(k for k in row if k != "step")
+        hist.rows.append(row)
+        bar.update(1)
     bar.close()
     hist.final_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     return hist
-
-
-def _finish_row(row: dict, cfg: ToyConfig, model: TinyGPT, held_prompts, step: int,
-                t_step: float, t_start: float, cpu_start: float) -> dict:
-    if step % cfg.eval_every == 0 or step == cfg.steps:
-        row["acc/heldout"] = heldout_accuracy(model, held_prompts, cfg.max_new_tokens)
-    now = time.perf_counter()
-    row["time/step_s"] = now - t_step
-    row["time/elapsed_s"] = now - t_start
-    row["time/elapsed_cpu_s"] = time.process_time() - cpu_start
-    check_keys(k for k in row if k != "step")
-    return row
-
-
-def save_histories(path, histories: dict) -> None:
-    """Write {name: History or [History, ...]} to a JSON file."""
-    out = {name: ([h.to_json() for h in v] if isinstance(v, list) else v.to_json())
-           for name, v in histories.items()}
-    with open(path, "w") as f:
-        json.dump(out, f)
-
-
-def load_histories(path) -> dict:
-    with open(path) as f:
-        raw = json.load(f)
-    return {name: ([History.from_json(h) for h in v] if isinstance(v, list) else History.from_json(v))
-            for name, v in raw.items()}

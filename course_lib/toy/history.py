@@ -1,0 +1,113 @@
+"""``History``: one row of metrics per RL step, and its two file formats.
+
+- rows JSON (``save_histories`` / ``load_histories``): ``{name: History or [History, ...]}``, each
+  History as ``{"config", "rows": [{key: value}], "warm_start_s"}``, NaN written as null;
+- columns JSON (``to_columns`` / ``from_columns`` / ``load_results``): the result files of
+  ``benchmarks/toy_results.py``, ``{"meta", "runs": {label: [History per seed]}}`` with each History
+  stored as ``{"config", "warm_start_s", "columns": {key: [value or null per row]}}`` (a third the
+  size of rows).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class History:
+    """One row of metrics per RL step (row 0: before RL), keys defined in ``metrics.METRICS``."""
+    config: dict
+    rows: list = field(default_factory=list)
+    warm_start_s: float = 0.0
+    final_state: dict | None = field(default=None, repr=False)   # trained weights (CPU); not saved
+
+    def series(self, key: str):
+        """(steps, values) as float lists, skipping steps where the key is missing or NaN."""
+        xs, ys = [], []
+        for r in self.rows:
+            v = r.get(key)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                xs.append(r["step"])
+                ys.append(float(v))
+        return xs, ys
+
+    def first(self, key: str) -> float:
+        ys = self.series(key)[1]
+        return ys[0] if ys else float("nan")
+
+    def last(self, key: str) -> float:
+        ys = self.series(key)[1]
+        return ys[-1] if ys else float("nan")
+
+    def mean(self, key: str, last_n: int | None = None) -> float:
+        ys = self.series(key)[1]
+        ys = ys[-last_n:] if last_n else ys
+        return sum(ys) / len(ys) if ys else float("nan")
+
+    def to_json(self) -> dict:
+        clean = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                 for r in self.rows]
+        return {"config": self.config, "rows": clean, "warm_start_s": self.warm_start_s}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "History":
+        rows = [{k: (float("nan") if v is None else v) for k, v in r.items()} for r in d["rows"]]
+        return cls(config=d["config"], rows=rows, warm_start_s=d.get("warm_start_s", 0.0))
+
+
+def config_record(cfg) -> dict:
+    """A ToyConfig as JSON-friendly values (a callable loss is recorded by its name)."""
+    d = asdict(cfg)
+    if callable(d["loss"]):
+        d["loss"] = getattr(d["loss"], "__name__", repr(d["loss"]))
+    return d
+
+
+# ---- rows format ------------------------------------------------------------------------------
+def save_histories(path, histories: dict) -> None:
+    """Write {name: History or [History, ...]} to a JSON file."""
+    out = {name: ([h.to_json() for h in v] if isinstance(v, list) else v.to_json())
+           for name, v in histories.items()}
+    with open(path, "w") as f:
+        json.dump(out, f)
+
+
+def load_histories(path) -> dict:
+    with open(path) as f:
+        raw = json.load(f)
+    return {name: ([History.from_json(h) for h in v] if isinstance(v, list) else History.from_json(v))
+            for name, v in raw.items()}
+
+
+# ---- columns format (result files) ------------------------------------------------------------
+def to_columns(hist_json: dict) -> dict:
+    """History JSON (one dict per row) -> columns {key: [value or None per row]}: a third the size."""
+    rows = hist_json["rows"]
+    keys = sorted({k for r in rows for k in r})
+    cols = {k: [r.get(k) for r in rows] for k in keys}
+    return {"config": hist_json["config"], "warm_start_s": hist_json.get("warm_start_s", 0.0),
+            "columns": cols}
+
+
+def from_columns(d: dict) -> History:
+    cols = d["columns"]
+    n = len(cols["step"])
+    rows = [{k: v[i] for k, v in cols.items() if v[i] is not None} for i in range(n)]
+    return History.from_json({"config": d["config"], "rows": rows, "warm_start_s": d["warm_start_s"]})
+
+
+def load_results(path) -> tuple[dict, dict]:
+    """A result file of benchmarks/toy_results.py -> (meta, {label: [History per seed]})."""
+    with open(path) as f:
+        raw = json.load(f)
+    load = lambda h: from_columns(h) if "columns" in h else History.from_json(h)   # noqa: E731
+    return raw["meta"], {label: [load(h) for h in hs] for label, hs in raw["runs"].items()}
+
+
+def environment() -> dict:
+    """What a stored run's numbers depend on beyond its config: float results differ between
+    PyTorch versions and between CPU kernels (AVX2 vs AVX512 give a different warm start).
+    Result files record it so a test re-runs a stored run only where it can reproduce it."""
+    import torch
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}

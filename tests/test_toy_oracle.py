@@ -1,0 +1,208 @@
+"""One-step oracle for the toy trainer: what one update must do, computed by hand.
+
+For a fixed small batch (prompts, responses sampled from a tiny policy, sampler log-probs that
+differ from the learner's, rewards with known groups) and a config, the expected advantages,
+pi_old, correction weights, loss and d loss / d logp come from tests/reference.py (plain Python
+loops, no course_lib); the expected parameter gradient is d logp / d theta (the learner's
+log-softmax at the temperature, written out here) contracted with that d loss / d logp. The
+trainer's own ``targets`` + ``update`` must give the same loss and the same gradient at every
+optimiser step. Every knob of ToyConfig that changes the update is covered.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+import reference as ref
+from course_lib.toy import trainer
+from course_lib.toy.config import ToyConfig
+from course_lib.toy.policy import TinyGPT, sample
+from course_lib.toy.task import PROMPT_LEN, AdditionTask
+
+P, G, T_MAX = 4, 4, 6
+# known groups: mixed 0/1, a zero-signal group, 3 of 4 right, shaped (overlong-penalised) values
+REWARDS = [1.0, 0.0, 0.0, 1.0,  0.0, 0.0, 0.0, 0.0,  1.0, 1.0, 0.0, 1.0,  0.25, -0.5, 1.0, 0.0]
+LR = 0.05
+# "sampler" pi_old by default: its log-probs differ from the learner's, so ratios move off 1 and
+# every clip, gate and correction is exercised at the first optimiser step
+BASE = ToyConfig(prompts_per_step=P, group_size=G, n_layer=1, d_model=16, n_head=2,
+                 max_new_tokens=T_MAX, device="cpu", grad_clip=1e9, loss="ppo",
+                 old_logp_source="sampler")
+EXPECTED_AGG = {name: d["agg"] for name, d in ref.DEFAULTS.items()}   # each loss's own default
+EXPECTED_STD = {"dr_grpo": False}                                     # Dr. GRPO: no std; others: std
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make_models(temperature: float):
+    torch.manual_seed(0)
+    model = TinyGPT(1, 16, 2, block_size=PROMPT_LEN + T_MAX)
+    with torch.no_grad():                      # spread the logits: a near-uniform policy is too easy
+        model.head.weight.mul_(40.0)
+    ref_model = copy.deepcopy(model).requires_grad_(False)
+    with torch.no_grad():
+        for p in ref_model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:P].repeat_interleave(G, dim=0)   # [B, Lp]
+    roll = sample(model, prompts, T_MAX, temperature=temperature,
+                  generator=torch.Generator().manual_seed(2))
+    noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(3))
+    batch = trainer.Batch(prompts=prompts, responses=roll.responses, mask=roll.mask,
+                          rollout_logp=(roll.rollout_logp + noise) * roll.mask,   # a mismatched sampler
+                          rewards=torch.tensor(REWARDS))
+    return model, ref_model, batch
+
+
+def hand_logp(model, batch, rows, temperature):
+    """log pi(token) at the temperature, [b, T], written out: softmax over logits / T."""
+    seq = torch.cat([batch.prompts[rows], batch.responses[rows]], dim=1)
+    logits = model(seq[:, :-1])[:, PROMPT_LEN - 1:].float()                 # [b, T, V]
+    z = logits / temperature
+    logp_all = z - torch.logsumexp(z, dim=-1, keepdim=True)
+    return logp_all.gather(2, batch.responses[rows][..., None])[..., 0]
+
+
+def expected_step(cfg, model, ref_model, batch, rows, old_all, adv_all, w_all):
+    """(loss, parameter gradients) one optimiser step on ``rows`` must produce."""
+    name = cfg.loss
+    agg = cfg.agg or EXPECTED_AGG[name]
+    knobs = {k: getattr(cfg, k) for k in ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg")
+             if getattr(cfg, k) is not None}
+    r = rows.tolist()
+    logp = hand_logp(model, batch, rows, cfg.temperature)                       # [b, T], with grad
+    mask = batch.mask[rows].tolist()
+    lp = logp.detach().double().tolist()
+    value, dlogp = ref.policy_loss(name, lp, [old_all[i] for i in r], [adv_all[i] for i in r], mask,
+                                   agg=agg, max_len=T_MAX,
+                                   is_weight=None if w_all is None else [w_all[i] for i in r], **knobs)
+    if cfg.kl_coef > 0:
+        with torch.no_grad():
+            ref_lp = hand_logp(ref_model, batch, rows, cfg.temperature).double().tolist()
+        kl_tok = ref.kl_tokens(cfg.kl_estimator, lp, ref_lp, mask)
+        alpha = ref.token_weights(mask, agg, T_MAX)
+        value += cfg.kl_coef * ref.aggregate(kl_tok, mask, agg, T_MAX)
+        dlogp = [[dlogp[b][t] + cfg.kl_coef * alpha[b][t] * ref.kl_token_grad(cfg.kl_estimator, lp[b][t], ref_lp[b][t])
+                  for t in range(len(mask[0]))] for b in range(len(mask))]
+    grads = torch.autograd.grad(logp, list(model.parameters()),
+                                grad_outputs=torch.tensor(dlogp, dtype=logp.dtype), allow_unused=True)
+    return value, [torch.zeros_like(p) if g is None else g for p, g in zip(model.parameters(), grads)]
+
+
+class Recorder(torch.optim.SGD):
+    """Plain SGD that keeps the gradient it was given at every step."""
+
+    def __init__(self, params):
+        super().__init__(params, lr=LR)
+        self.grads = []
+
+    def step(self, closure=None):
+        self.grads.append([p.grad.clone() for p in self.param_groups[0]["params"]])
+        return super().step(closure)
+
+
+def run_oracle(cfg: ToyConfig):
+    model, ref_model, batch = make_models(cfg.temperature)
+    hand_model = copy.deepcopy(model)
+    # what the trainer does
+    setup = trainer.loss_setup(cfg)
+    tg, _ = trainer.targets(cfg, setup, model, ref_model, batch)
+    opt = Recorder(model.parameters())
+    metrics = trainer.update(cfg, setup, model, opt, batch, tg, torch.Generator().manual_seed(7),
+                             lambda: LR)
+    # what it must do
+    rewards = batch.rewards.tolist()
+    std = EXPECTED_STD.get(cfg.loss, True) if cfg.std_scaling is None else cfg.std_scaling
+    adv = (ref.rloo_advantages(rewards, G) if cfg.adv_estimator == "rloo"
+           else ref.group_advantages(rewards, G, scale=std))
+    all_rows = torch.arange(P * G)
+    with torch.no_grad():
+        learner = hand_logp(hand_model, batch, all_rows, cfg.temperature).double().tolist()
+    rollout = batch.rollout_logp.double().tolist()
+    mask = batch.mask.tolist()
+    old = learner if cfg.old_logp_source == "learner" else rollout
+    w = (None if cfg.correction == "none" else
+         ref.correction_weights(cfg.correction, learner, rollout, mask, cfg.correction_cap,
+                                cfg.correction_level))
+    order_gen = torch.Generator().manual_seed(7)
+    mb = P // cfg.minibatches
+    values, steps = [], 0
+    for _ in range(cfg.epochs):
+        order = torch.randperm(P, generator=order_gen)
+        for k in range(cfg.minibatches):
+            grp = order[k * mb:(k + 1) * mb]
+            rows = (grp[:, None] * G + torch.arange(G)).reshape(-1)
+            value, grads = expected_step(cfg, hand_model, ref_model, batch, rows, old, adv, w)
+            values.append(value)
+            got = opt.grads[steps]
+            scale = max(float(g.abs().max()) for g in grads)
+            assert scale > 1e-6, "the oracle batch must give a non-zero gradient"
+            for name_p, g_exp, g_got in zip(dict(hand_model.named_parameters()), grads, got):
+                err = float((g_exp - g_got).abs().max())
+                assert err <= 2e-4 * scale, f"step {steps}: d loss / d {name_p} off by {err:.2e} (scale {scale:.2e})"
+            with torch.no_grad():
+                for p, g in zip(hand_model.parameters(), grads):
+                    p.sub_(LR * g)
+            steps += 1
+    assert steps == len(opt.grads) == cfg.epochs * cfg.minibatches
+    assert metrics["loss/total"] == pytest.approx(sum(values) / len(values), rel=1e-4, abs=1e-6)
+    return metrics, values
+
+
+CASES = {
+    **{f"loss={n}": dict(loss=n) for n in ("ppo", "grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo")},
+    "loss=gspo,eps=0.05/0.1": dict(loss="gspo", eps_low=0.05, eps_high=0.1),
+    "adv=rloo": dict(adv_estimator="rloo"),
+    "grpo,std=False": dict(loss="grpo", std_scaling=False),
+    "dr_grpo,std=True": dict(loss="dr_grpo", std_scaling=True),
+    **{f"agg={a}": dict(agg=a) for a in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                                         "seq-mean-token-sum-norm")},
+    "eps=0.1/0.3": dict(eps_low=0.1, eps_high=0.3),
+    "dual_clip=2": dict(dual_clip=2.0, eps_low=0.1, eps_high=0.1),
+    "cispo,eps_high=0.1": dict(loss="cispo", eps_high=0.1),
+    "sapo,tau=0.5/3": dict(loss="sapo", tau_pos=0.5, tau_neg=3.0),
+    **{f"kl_coef=0.5,{k}": dict(kl_coef=0.5, kl_estimator=k) for k in ("k1", "k2", "k3")},
+    "kl_coef=0.5,k2,dr_grpo": dict(loss="dr_grpo", kl_coef=0.5, kl_estimator="k2"),
+    "pi_old=learner,epochs=2": dict(old_logp_source="learner", epochs=2),
+    **{f"{c},{lvl},cap={cap}": dict(correction=c, correction_level=lvl, correction_cap=cap,
+                                    old_logp_source="learner")
+       for c in ("tis", "mis") for lvl in ("token", "sequence") for cap in (1.2, 3.0)},
+    "T=0.7": dict(temperature=0.7),
+    "T=1.4,pi_old=learner,epochs=2": dict(temperature=1.4, old_logp_source="learner", epochs=2),
+    "minibatches=2,epochs=2": dict(minibatches=2, epochs=2),
+}
+
+
+@pytest.mark.parametrize("overrides", CASES.values(), ids=CASES.keys())
+def test_one_update_matches_the_hand_computed_loss_and_gradient(overrides):
+    run_oracle(replace(BASE, **overrides))
+
+
+def test_the_oracle_batch_exercises_what_it_checks():
+    """Ratios off 1 (clips active), corrections that truncate and drop, a zero-signal group."""
+    model, ref_model, batch = make_models(1.0)
+    cfg = replace(BASE, correction="mis", correction_cap=1.2, old_logp_source="learner")
+    setup = trainer.loss_setup(replace(BASE, eps_low=0.1, eps_high=0.1))
+    tg, m = trainer.targets(cfg, setup, model, ref_model, batch)
+    assert 0.05 < m["is/zero_frac"] < 0.95                          # MIS drops some tokens, not all
+    _, stats = setup.fn(tg.old_logp, batch.rollout_logp, tg.adv, batch.mask, **setup.knobs)
+    assert stats["clip/low_frac"] + stats["clip/high_frac"] > 0.05  # the sampler's pi_old clips
+    assert (tg.adv.view(P, G).abs().sum(dim=1) == 0).sum() == 1     # one group without signal
+
+
+def test_each_knob_visibly_changes_the_update_on_the_oracle_batch():
+    """The knobs the oracle covers visibly change the update (else the oracle could not fail)."""
+    base, _ = run_oracle(BASE)
+    for overrides in (dict(adv_estimator="rloo"), dict(std_scaling=False), dict(kl_coef=0.5),
+                      dict(temperature=0.7), dict(old_logp_source="learner")):
+        other, _ = run_oracle(replace(BASE, **overrides))
+        assert not math.isclose(other["loss/total"], base["loss/total"], rel_tol=1e-3), overrides
