@@ -40,7 +40,7 @@ fi; \
 echo "$(PIP) install --quiet -r requirements.txt"
 endef
 
-.PHONY: venv lab test test-browser install-plan notebooks clean
+.PHONY: venv lab test test-browser install-plan playwright notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,10 +72,13 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 test: $(STAMP) $(LAB_OVERRIDES)
 	$(BIN)/python -m pytest -q tests notebooks $(NBVAL)
 
-# The real-browser check alone (Debian's chromium; Playwright never downloads a browser).
-test-browser: $(STAMP) $(LAB_OVERRIDES)
-	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
+# Playwright in the venv, for tests/test_browser.py (it drives Debian's chromium, never downloads one).
+playwright: $(STAMP)
 	$(PIP) install --quiet playwright==$(PLAYWRIGHT)
+
+# The real-browser check alone.
+test-browser: playwright $(LAB_OVERRIDES)
+	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
 	$(BIN)/python -m pytest -q tests/test_browser.py
 
 # Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).
