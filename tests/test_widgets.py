@@ -176,3 +176,15 @@ def test_to_html_escapes_text_and_embeds_the_figure_at_its_pixel_size():
 def test_slider_values_cover_the_range_in_steps():
     assert Slider(2, 2, 6, 1, integer=True).values() == [2, 3, 4, 5, 6]
     assert Slider(0.0, 0.0, 1.0, 0.25).values() == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def test_widget_shows_an_error_in_place_of_the_view():
+    def fn(x):
+        if x > 0.5:
+            raise ValueError("x too large for this view")
+        return f"x = {x}"
+    box = panel(fn, x=Slider(0.5, 0.0, 1.0, 0.25)).widget()
+    view = box.children[1]
+    assert "x = 0.5" in view.value
+    box.children[0].children[0].value = 0.75            # a callback's traceback would be lost: shown
+    assert view.value == "<pre>ValueError: x too large for this view</pre>"
