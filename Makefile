@@ -45,8 +45,11 @@ endef
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# pip is upgraded only when older than 22.2 (no --dry-run): an upgrade costs as much as the plan's check.
 $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet --upgrade pip
+	@$(BIN)/python -c 'import importlib.metadata as m, sys; \
+		sys.exit(tuple(map(int, m.version("pip").split(".")[:2])) < (22, 2))' 2>/dev/null \
+		|| $(PIP) install --quiet --upgrade pip
 	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
 	@cat $(VENV)/.install-plan
 	sh -e $(VENV)/.install-plan
