@@ -2,33 +2,86 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8888
 PLAYWRIGHT := 1.65.2
 NBVAL  := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env
+# JupyterLab's settings defaults for this course (no "Jupyter news" pop-up), read from the venv.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: venv lab test test-browser notebooks clean
+# Which PyTorch build: the pin comes from requirements.txt. Without an NVIDIA GPU on Linux, pip's
+# default for the pin is the CUDA build (several GB); PyTorch's CPU index has the small CPU build.
+TORCH_PIN       := $(shell sed -n 's/^torch==\([0-9.]*\).*/\1/p' requirements.txt)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+NVIDIA_SMI      ?= nvidia-smi
 
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+# Prints the install commands, with '#' lines saying why. Decided in order, cheapest first:
+#   1. an NVIDIA GPU answers `nvidia-smi -L`, or not Linux -> pip's default build
+#   2. the pin is already installed, or a local wheel (pip's --find-links) provides it -> nothing to fetch
+#   3. PyTorch's CPU index answers within 5 s -> torch from it first, then the rest as usual
+#   4. otherwise -> pip's default build, quietly
+# The index never goes into requirements.txt: pip would ask it for every package, and retry it
+# for a minute where it is unreachable.
+define INSTALL_PLAN
+if $(NVIDIA_SMI) -L >/dev/null 2>&1; then \
+	echo "# torch $(TORCH_PIN): NVIDIA GPU found, pip's default build (CUDA)"; \
+elif [ "$$(uname -s)" != Linux ]; then \
+	echo "# torch $(TORCH_PIN): pip's default build ($$(uname -s) has no separate CPU build)"; \
+elif $(PIP) install --dry-run --no-deps --no-index --quiet torch==$(TORCH_PIN) >/dev/null 2>&1; then \
+	echo "# torch $(TORCH_PIN): installed already or a local wheel provides it, used as is"; \
+elif timeout 5 $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
+		$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1; then \
+	echo "# torch $(TORCH_PIN): no NVIDIA GPU, the CPU build from $(TORCH_CPU_INDEX)"; \
+	echo "$(PIP) install --quiet torch==$(TORCH_PIN) --extra-index-url $(TORCH_CPU_INDEX)"; \
+else \
+	echo "# torch $(TORCH_PIN): no NVIDIA GPU, $(TORCH_CPU_INDEX) unreachable: pip's default build"; \
+fi; \
+echo "$(PIP) install --quiet -r requirements.txt"
+endef
+
+.PHONY: venv lab test test-browser install-plan playwright notebooks clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# pip is upgraded only when older than 22.2 (no --dry-run): an upgrade costs as much as the plan's check.
+$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
+	@$(BIN)/python -c 'import importlib.metadata as m, sys; \
+		sys.exit(tuple(map(int, m.version("pip").split(".")[:2])) < (22, 2))' 2>/dev/null \
+		|| $(PIP) install --quiet --upgrade pip
+	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
+	@cat $(VENV)/.install-plan
+	sh -e $(VENV)/.install-plan
 	@touch $(STAMP)
 
-venv: $(STAMP)
+$(LAB_OVERRIDES): jupyter/lab/settings/overrides.json | $(STAMP)
+	@mkdir -p $(@D)
+	cp $< $@
+
+venv: $(STAMP) $(LAB_OVERRIDES)
+
+# Dry run: print the commands `make` would run to install the packages (creates only the bare venv).
+install-plan: | $(BIN)/python
+	@$(INSTALL_PLAN)
 
 # JupyterLab refuses to run as root without --allow-root; add it only when we are root.
-lab: $(STAMP)
+lab: $(STAMP) $(LAB_OVERRIDES)
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP)
+# tests/test_browser.py runs here too when Playwright and Debian's chromium are installed
+# (`make test-browser` or .ci/run installs Playwright); otherwise pytest reports it skipped.
+test: $(STAMP) $(LAB_OVERRIDES)
 	$(BIN)/python -m pytest -q tests notebooks $(NBVAL)
 
-# Optional: drive JupyterLab in a real browser (Debian's chromium; Playwright never downloads one).
-test-browser: $(STAMP)
+# Playwright in the venv, for tests/test_browser.py (it drives Debian's chromium, never downloads one).
+playwright: $(STAMP)
+	$(PIP) install --quiet playwright==$(PLAYWRIGHT)
+
+# The real-browser check alone.
+test-browser: playwright $(LAB_OVERRIDES)
 	@command -v chromium >/dev/null || { echo "needs Debian's chromium: apt-get install chromium"; exit 1; }
-	$(BIN)/python -m pip install --quiet playwright==$(PLAYWRIGHT)
 	$(BIN)/python -m pytest -q tests/test_browser.py
 
 # Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).

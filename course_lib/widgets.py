@@ -4,12 +4,24 @@ A panel is a function of named controls. ``Panel.update(**values)`` calls it wit
 returns what it returns, so tests can move every slider; displaying a panel in a notebook shows
 ipywidgets controls that re-run the function on every change. Widget code never computes anything:
 the function it wraps calls the library.
+
+The function returns a str, a matplotlib Figure, an object with ``_repr_html_``, or a tuple of these.
+The widget shows the whole result as ONE piece of HTML (text and PNG together, see ``to_html``), set in
+one update: the text and the figure change at the same moment, and nothing flickers or jumps.
+
+A control may depend on the others: ``active_when=lambda values: ...`` greys it out (disabled, still in
+place) while the function ignores it, e.g. the reward sliders beyond the group size G.
 """
 from __future__ import annotations
 
+import base64
+import html
 import math
+import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
+
+ActiveWhen = Optional[Callable[[dict], bool]]
 
 
 @dataclass(frozen=True)
@@ -20,6 +32,7 @@ class Slider:
     hi: float
     step: float = 0.01
     integer: bool = False
+    active_when: ActiveWhen = None
 
     def check(self, name: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -47,6 +60,7 @@ class Slider:
 class Toggle:
     """An on/off control."""
     default: bool
+    active_when: ActiveWhen = None
 
     def check(self, name: str, value) -> bool:
         if not isinstance(value, bool):
@@ -66,6 +80,7 @@ class Choice:
     """A drop-down of options."""
     default: Any
     options: Sequence
+    active_when: ActiveWhen = None
 
     def check(self, name: str, value):
         if value not in self.options:
@@ -99,30 +114,32 @@ class Panel:
             self.values[name] = self.controls[name].check(name, value)
         return self.fn(**self.values)
 
-    def widget(self):
-        """The ipywidgets view: controls above an output area that re-renders on each change."""
-        import ipywidgets as w
-        from IPython.display import display
-        import matplotlib.pyplot as plt
+    def active(self) -> dict[str, bool]:
+        """Which controls the current values make meaningful (``active_when``; True when unset)."""
+        return {name: c.active_when is None or bool(c.active_when(dict(self.values)))
+                for name, c in self.controls.items()}
 
-        out = w.Output()
+    def widget(self):
+        """The ipywidgets view: controls above one HTML area that is replaced whole on each change."""
+        import ipywidgets as w
+
+        view = w.HTML()
+        view.add_class("course-panel-view")               # a stable hook for the browser test
         boxes = {name: c.widget(name) for name, c in self.controls.items()}
 
         def render(_change=None):
-            with out:
-                out.clear_output(wait=True)
-                result = self.update(**{n: b.value for n, b in boxes.items()})
-                for item in result if isinstance(result, tuple) else (result,):
-                    if item is None:
-                        continue
-                    display(item) if not isinstance(item, str) else print(item)
-                    if isinstance(item, plt.Figure):
-                        plt.close(item)
+            try:
+                result = to_html(self.update(**{n: b.value for n, b in boxes.items()}))
+            except Exception as e:                       # shown in place: a callback's traceback is lost
+                result = f"<pre>{html.escape(f'{type(e).__name__}: {e}')}</pre>"
+            for name, on in self.active().items():
+                boxes[name].disabled = not on
+            view.value = result                          # one update: text and figure together
 
         for b in boxes.values():
             b.observe(render, names="value")
         render()
-        return w.VBox([w.HBox(list(boxes.values()), layout=w.Layout(flex_flow="row wrap")), out])
+        return w.VBox([w.HBox(list(boxes.values()), layout=w.Layout(flex_flow="row wrap")), view])
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -130,6 +147,36 @@ class Panel:
             display(self.widget())
         except ImportError:                              # no ipywidgets: show the defaults once
             display(self.update())
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    width, height = struct.unpack(">II", png[16:24])    # the IHDR chunk follows the 8-byte signature
+    return width, height
+
+
+def to_html(result) -> str:
+    """A panel function's result as one HTML fragment: str -> <pre>, Figure -> inline PNG (closed
+    afterwards), objects with _repr_html_ -> their HTML; tuples in order, None skipped."""
+    import matplotlib.pyplot as plt
+    from IPython.core.pylabtools import print_figure
+
+    parts = []
+    for item in result if isinstance(result, tuple) else (result,):
+        if item is None:
+            continue
+        if isinstance(item, str):
+            parts.append(f'<pre style="margin: 0 0 4px 0">{html.escape(item)}</pre>')
+        elif isinstance(item, plt.Figure):
+            png = print_figure(item, "png", bbox_inches="tight")   # what the inline backend shows
+            plt.close(item)
+            width, height = _png_size(png)              # fixed size: no jump while the image decodes
+            parts.append(f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
+                         f'width="{width}" height="{height}" style="display: block" alt="figure">')
+        elif hasattr(item, "_repr_html_"):
+            parts.append(item._repr_html_())
+        else:
+            parts.append(f"<pre>{html.escape(repr(item))}</pre>")
+    return "\n".join(parts)
 
 
 def panel(fn: Callable[..., Any], **controls: Control) -> Panel:
@@ -144,7 +191,9 @@ def group_advantage_panel(max_group: int = 6) -> Panel:
     from .plots import group_advantage_view
 
     defaults = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0][:max_group]
-    rewards = {f"r{i}": Slider(defaults[i], 0.0, 1.0, 0.25) for i in range(max_group)}
+    # r_i means something only while i < G: greyed out above G
+    rewards = {f"r{i}": Slider(defaults[i], 0.0, 1.0, 0.25, active_when=lambda v, i=i: i < v["G"])
+               for i in range(max_group)}
 
     def view(G, **r):
         return group_advantage_view([r[f"r{i}"] for i in range(G)])
