@@ -35,3 +35,17 @@ def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[st
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = lambda items: "  ".join(s.rjust(w) for s, w in zip(items, widths))   # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+def chapter_index(notebooks_dir) -> list[tuple[str, str]]:
+    """[(file name, title)] of the chapters present in ``notebooks_dir``, in order; the title is the
+    first heading of the notebook's first cell."""
+    import json
+    from pathlib import Path
+    out = []
+    for path in sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb")):
+        first = json.loads(path.read_text())["cells"][0]
+        src = "".join(first["source"]).splitlines()
+        heading = next((line.lstrip("# ").strip() for line in src if line.startswith("#")), path.stem)
+        out.append((path.name, heading))
+    return out
