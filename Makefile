@@ -40,7 +40,7 @@ fi; \
 echo "$(PIP) install --quiet -r requirements.txt"
 endef
 
-.PHONY: venv lab test test-browser install-plan playwright notebooks clean
+.PHONY: venv lab test test-browser install-plan playwright notebooks html peers costs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,5 +89,21 @@ notebooks: $(STAMP)
 	for nb in notebooks/*.ipynb; do \
 		$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
 
+# The offline HTML edition: every chapter with its stored outputs under site/, readable from disk with
+# no network (npm fetches the widget renderer, require.js and MathJax once into site/vendor).
+html: $(STAMP)
+	$(BIN)/python -m course_lib.site site
+
+# course_lib against verl 0.9.1's own functions. Installs verl without its heavy extras (vLLM, flash-attn,
+# a CUDA torch) plus what its loss module imports, then refreshes the table chapter 09 shows.
+peers: $(STAMP)
+	$(PIP) install --quiet --no-deps verl==0.9.1
+	$(PIP) install --quiet -r tests/peers-requirements.txt
+	PEERS_RECORD=notebooks/data/verl_agreement.json $(BIN)/python -m pytest -q tests/test_peer_verl.py
+
+# Each chapter's wall time and peak memory under the nbval check, written into the README's table.
+costs: $(STAMP)
+	$(BIN)/python benchmarks/chapter_costs.py --write-readme
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site
