@@ -157,3 +157,27 @@ def test_gspo_dropout_figure_drops_whole_rows_and_token_clipping_single_tokens()
     assert dropped_rows and kept_rows
     mixed = [len({int(x) for x in dapo[i] if int(x) != 0}) == 2 for i in range(dapo.shape[0])]
     assert sum(mixed) >= 4
+
+
+@pytest.mark.parametrize("panel_fn, name, value", [(grad_coefficient_panel, "eps_high", 0.4),
+                                                   (sapo_gate_panel, "tau_neg", 2.0)])
+def test_panel_widgets_build_and_re_render_when_a_slider_moves(panel_fn, name, value):
+    p = panel_fn()
+    box = p.widget()
+    sliders = {s.description: s for s in box.children[0].children}
+    assert set(sliders) == set(p.controls)
+    sliders[name].value = value
+    assert p.values[name] == value
+    plt.close("all")
+
+
+def test_clipping_vs_noise_plot_draws_the_rows():
+    from course_lib.sim import ratios as sr
+    z, mask, adv = sr.simulated_batch(16, 5, 40, seed=0)
+    rows = sr.clipping_vs_noise((0.01, 0.1, 0.3), z, mask, adv)
+    fig = plots.clipping_vs_noise_plot(rows)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert list(lines["responses dropped, GSPO"].get_ydata()) == [r.gspo_seq_dropped for r in rows]
+    assert list(lines["tokens dropped, DAPO"].get_ydata()) == [r.token_dropped for r in rows]
+    assert list(lines["tokens dropped, CISPO"].get_ydata()) == [0.0, 0.0, 0.0]
+    plt.close(fig)
