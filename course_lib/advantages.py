@@ -2,25 +2,34 @@
 
 Groups are contiguous: rows g*G ... g*G+G-1 answer the same prompt (B = P * G).
 Advantages are constants of the loss: every function here runs without gradient.
-Used by chapter 02 (group advantages) and the toy trainer (chapter 07).
+Used by chapter 01 (GAE), chapter 02 (group advantages) and the toy trainer (chapter 07).
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from .masking import check_eps, check_mask, check_tensor
+from .masking import check_eps, check_int, check_number, check_tensor, check_token_inputs, zero_padding
 
 
 def _groups(rewards, group_size, *, min_size: int = 2) -> Tensor:
     """Validate and reshape rewards [B] -> [P, G]."""
     check_tensor(rewards, "rewards", ndim=1, floating=True)
-    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < min_size:
-        raise ValueError(f"group_size must be an int >= {min_size}, got {group_size!r}")
+    check_int(group_size, "group_size", at_least=min_size)
     if rewards.numel() % group_size:
         raise ValueError(f"rewards has B={rewards.numel()} entries, which group_size={group_size} "
                          "does not divide (B must be P * G with contiguous groups)")
     return rewards.detach().view(-1, group_size)               # [P, G]
+
+
+def _has_signal(r_grp: Tensor) -> Tensor:
+    """bool [P, 1]: True where the group's rewards are not all equal."""
+    return (r_grp != r_grp[:, :1]).any(dim=1, keepdim=True)
+
+
+def _zero_without_signal(adv_grp: Tensor, r_grp: Tensor) -> Tensor:
+    """adv [P, G] with every all-equal group set to exactly 0 (not a rounding residue / eps)."""
+    return torch.where(_has_signal(r_grp), adv_grp, torch.zeros_like(adv_grp))
 
 
 def signal_groups(rewards: Tensor, group_size: int) -> Tensor:
@@ -29,8 +38,7 @@ def signal_groups(rewards: Tensor, group_size: int) -> Tensor:
     A group with identical rewards gets advantage 0 for every response under GRPO, Dr. GRPO and
     RLOO; DAPO's dynamic sampling drops such groups and samples more prompts (DAPO §3.2).
     """
-    r_grp = _groups(rewards, group_size, min_size=1)            # [P, G]
-    return (r_grp != r_grp[:, :1]).any(dim=1)                   # [P]
+    return _has_signal(_groups(rewards, group_size, min_size=1))[:, 0]    # [P]
 
 
 @torch.no_grad()
@@ -38,8 +46,9 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True,
                      eps: float = 1e-6) -> Tensor:
     """GRPO group-relative advantage. rewards [B] -> adv [B].
 
-    A_i = (R_i - mean(R)) / (std(R) + eps) with the Bessel-corrected std (verl and TRL both use
-    torch.std's unbiased form). scale=False is Dr. GRPO: subtract the group mean, no std.
+    A_i = (R_i - mean(R)) / (std(R) + eps) with the Bessel-corrected std, as in verl (torch.std)
+    and TRL (its own NaN-aware nanstd, with the same count / (count - 1) correction).
+    scale=False is Dr. GRPO: subtract the group mean, no std.
     A group whose rewards are all equal gets exactly 0 (no signal), not a rounding residue / eps.
     """
     r_grp = _groups(rewards, group_size)                        # [P, G]
@@ -47,9 +56,7 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True,
     adv_grp = r_grp - r_grp.mean(dim=1, keepdim=True)           # [P, G]
     if scale:
         adv_grp = adv_grp / (r_grp.std(dim=1, keepdim=True) + eps)
-    has_signal = (r_grp != r_grp[:, :1]).any(dim=1, keepdim=True)   # [P, 1]
-    adv_grp = torch.where(has_signal, adv_grp, torch.zeros_like(adv_grp))
-    return adv_grp.reshape(-1)                                  # [B]
+    return _zero_without_signal(adv_grp, r_grp).reshape(-1)     # [B]
 
 
 @torch.no_grad()
@@ -66,10 +73,7 @@ def rloo_advantages(rewards: Tensor, group_size: int) -> Tensor:
     """
     r_grp = _groups(rewards, group_size)                        # [P, G]
     others_mean = (r_grp.sum(dim=1, keepdim=True) - r_grp) / (group_size - 1)   # [P, G]
-    adv_grp = r_grp - others_mean                               # [P, G]
-    has_signal = (r_grp != r_grp[:, :1]).any(dim=1, keepdim=True)   # [P, 1]
-    adv_grp = torch.where(has_signal, adv_grp, torch.zeros_like(adv_grp))   # exact 0, no residue
-    return adv_grp.reshape(-1)                                  # [B]
+    return _zero_without_signal(r_grp - others_mean, r_grp).reshape(-1)     # [B]
 
 
 def signal_probability(pass_rate, group_size: int) -> Tensor:
@@ -80,8 +84,7 @@ def signal_probability(pass_rate, group_size: int) -> Tensor:
     p = torch.as_tensor(pass_rate, dtype=torch.float64)
     if ((p < 0) | (p > 1)).any():
         raise ValueError(f"pass_rate must lie in [0, 1], got {pass_rate!r}")
-    if not isinstance(group_size, int) or group_size < 1:
-        raise ValueError(f"group_size must be an int >= 1, got {group_size!r}")
+    check_int(group_size, "group_size")
     return 1 - p ** group_size - (1 - p) ** group_size
 
 
@@ -101,17 +104,10 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0,
     position inside a response (a tool output) is skipped rather than treated as an end.
     Advantages and returns are 0 on padding.
     """
-    for name, x in (("rewards", rewards), ("values", values)):
-        check_tensor(x, name, ndim=2, floating=True)
-    if values.shape != rewards.shape:
-        raise ValueError(f"values must have the shape of rewards {tuple(rewards.shape)}, "
-                         f"got {tuple(values.shape)}")
-    check_mask(mask, rewards, "rewards")
-    for name, v in (("gamma", gamma), ("lam", lam)):
-        if not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
-    rewards = torch.where(mask, rewards, torch.zeros_like(rewards))
-    values = torch.where(mask, values, torch.zeros_like(values))
+    check_token_inputs(mask, rewards=rewards, values=values)
+    check_number(gamma, "gamma", ge=0, le=1)
+    check_number(lam, "lam", ge=0, le=1)
+    rewards, values = zero_padding(rewards, mask), zero_padding(values, mask)
     B, T = rewards.shape
     next_value = rewards.new_zeros(B)                           # [B] V(s_{t+1}); 0 past the end
     next_adv = rewards.new_zeros(B)                             # [B] A_{t+1}
@@ -123,5 +119,4 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0,
         adv[:, t] = torch.where(valid, a_t, torch.zeros_like(a_t))
         next_value = torch.where(valid, values[:, t], next_value)
         next_adv = torch.where(valid, a_t, next_adv)
-    returns = torch.where(mask, adv + values, torch.zeros_like(adv))
-    return adv, returns
+    return adv, zero_padding(adv + values, mask)                # returns = A + V

@@ -8,7 +8,7 @@ The four modes differ only in the weight alpha each valid token gets (fact sheet
     seq-mean-token-sum-norm  alpha = 1 / (B L_max)             (Dr. GRPO; L_max = max_len or T)
 
 "B" counts non-empty sequences: a fully masked row contributes nothing and is not counted.
-Used by chapters 02 and 07 and exercise ex03.
+Chapter 03 (loss aggregation) and exercise ex03; also used in chapters 02 and 07.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .masking import check_mask, check_tensor, masked_mean, masked_sum
+from .masking import check_choice, check_int, check_mask, check_tensor, masked_mean, masked_sum
 
 
 def _n_seqs(mask: Tensor) -> Tensor:
@@ -59,10 +59,8 @@ AGGREGATIONS: dict[str, Callable[..., Tensor]] = {
 
 
 def _check_mode(mode, max_len) -> None:
-    if mode not in AGGREGATIONS:
-        raise ValueError(f"mode must be one of {sorted(AGGREGATIONS)}, got {mode!r}")
-    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1):
-        raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
+    check_choice(mode, "mode", sorted(AGGREGATIONS))
+    check_int(max_len, "max_len", allow_none=True)
 
 
 def aggregate(loss_tok: Tensor, mask: Tensor, mode: str = "token-mean",

@@ -12,6 +12,7 @@ return -J) and ``stats`` a dict of detached floats named as in ``metrics.METRICS
 
 Per-token gradient: d loss / d logp_t = -alpha_t * c(r_t, A_t), with alpha_t the aggregation
 weight (``aggregation.token_weights``) and c the coefficient ``grad_coefficient`` measures.
+Chapter 05 (ratios and clipping) shows these losses; the toy trainer (chapter 07) trains them.
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ import torch
 from torch import Tensor
 
 from .aggregation import aggregate
-from .masking import check_adv, check_eps, check_token_inputs, masked_mean, zero_padding
-from .ratios import clip_stats, clipped_surrogate, log_ratio
+from .masking import (check_adv, check_eps, check_number, check_seq_adv, check_token_inputs,
+                      masked_mean, zero_padding)
+from .ratios import clip_ratio, clip_stats, clipped_surrogate, log_ratio
 
 LossFn = Callable[..., "tuple[Tensor, dict[str, float]]"]
 LOSSES: dict[str, LossFn] = {}
@@ -71,6 +73,13 @@ def _prepare(logp, old_logp, adv, mask, is_weight):
     return ratio, adv_tok, weight
 
 
+def _check_clip(eps_low, eps_high, dual_clip=None) -> None:
+    """A clip range [1 - eps_low, 1 + eps_high] with 0 <= eps_low < 1, and a dual clip c > 1."""
+    check_eps(eps_low, "eps_low", upper=1.0)
+    check_eps(eps_high, "eps_high")
+    check_number(dual_clip, "dual_clip", gt=1, allow_none=True)
+
+
 def _apply_weight(loss_tok: Tensor, weight: Tensor | None) -> Tensor:
     return loss_tok if weight is None else loss_tok * weight
 
@@ -82,10 +91,7 @@ def ppo_loss(logp, old_logp, adv, mask, *, eps_low=0.2, eps_high=0.2, dual_clip=
 
     Separate eps_low / eps_high; optional dual clip c > 1 for A < 0 (verl uses c = 3).
     """
-    check_eps(eps_low, "eps_low", upper=1.0)
-    check_eps(eps_high, "eps_high")
-    if dual_clip is not None and not (isinstance(dual_clip, (int, float)) and dual_clip > 1):
-        raise ValueError(f"dual_clip must be None or a number > 1, got {dual_clip!r}")
+    _check_clip(eps_low, eps_high, dual_clip)
     ratio, adv_tok, weight = _prepare(logp, old_logp, adv, mask, is_weight)
     loss_tok = clipped_surrogate(ratio, adv_tok, eps_low, eps_high, dual_clip)   # [B, T]
     loss = aggregate(_apply_weight(loss_tok, weight), mask, agg, max_len)
@@ -130,18 +136,15 @@ def gspo_loss(logp, old_logp, adv, mask, *, eps_low=3e-4, eps_high=4e-4,
 
     Differs from GRPO in the ratio: the length-normalised geometric mean of the token ratios,
     clipped at sequence level, so a clipped response loses its gradient as a whole.
-    adv must be one value per sequence [B]. The gradient flows through s.
+    adv must be one value per sequence [B]. The gradient flows through s. Each token's log r is
+    clamped to +-20 before the mean, so |log s| <= 20 and a clamped token adds no gradient.
     """
-    check_eps(eps_low, "eps_low", upper=1.0)
-    check_eps(eps_high, "eps_high")
+    _check_clip(eps_low, eps_high)
     check_token_inputs(mask, logp=logp, old_logp=old_logp, is_weight=is_weight)
-    if not (isinstance(adv, Tensor) and adv.shape == mask.shape[:1]):
-        raise ValueError(f"adv must have shape [B]=({mask.shape[0]},) for GSPO (one advantage per "
-                         f"sequence), got {tuple(adv.shape) if isinstance(adv, Tensor) else adv!r}")
-    adv = adv.detach()
+    adv = check_seq_adv(adv, mask, "GSPO").detach()                                      # [B]
     seq_log_ratio = masked_mean(log_ratio(logp, old_logp.detach(), mask), mask, dim=-1)   # [B]
     s = torch.exp(seq_log_ratio)                                                         # [B]
-    loss_seq = torch.maximum(-adv * s, -adv * s.clamp(1 - eps_low, 1 + eps_high))        # [B]
+    loss_seq = clipped_surrogate(s, adv, eps_low, eps_high)                              # [B]
     loss_tok = loss_seq[:, None].expand(mask.shape)                                      # [B, T]
     weight = None if is_weight is None else zero_padding(is_weight.detach(), mask)
     loss = aggregate(_apply_weight(loss_tok, weight), mask, agg, max_len)
@@ -162,8 +165,7 @@ def cispo_loss(logp, old_logp, adv, mask, *, eps_low=None, eps_high=0.28,
     check_eps(eps_low, "eps_low", allow_none=True)      # >= 1 is allowed: verl's example uses 10
     check_eps(eps_high, "eps_high")
     ratio, adv_tok, weight = _prepare(logp, old_logp, adv, mask, is_weight)
-    lo = 0.0 if eps_low is None else max(1 - eps_low, 0.0)   # a ratio is > 0: a bound <= 0 is none
-    clipped_weight = ratio.clamp(lo, 1 + eps_high).detach()                  # [B, T]
+    clipped_weight = clip_ratio(ratio, eps_low, eps_high).detach()           # [B, T]
     loss_tok = -clipped_weight * adv_tok * zero_padding(logp, mask)           # [B, T]
     loss = aggregate(_apply_weight(loss_tok, weight), mask, agg, max_len)
     return loss, clip_stats(ratio, adv_tok, mask, eps_low, eps_high)
@@ -182,9 +184,8 @@ def sapo_loss(logp, old_logp, adv, mask, *, tau_pos=1.0, tau_neg=1.05,
     tau = tau_pos where A > 0, tau_neg elsewhere (asymmetric: negative updates decay faster).
     No clipping, so no token loses its gradient outright; far off-policy tokens fade smoothly.
     """
-    for name, v in (("tau_pos", tau_pos), ("tau_neg", tau_neg)):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
-            raise ValueError(f"{name} must be a number > 0, got {v!r}")
+    check_number(tau_pos, "tau_pos", gt=0)
+    check_number(tau_neg, "tau_neg", gt=0)
     ratio, adv_tok, weight = _prepare(logp, old_logp, adv, mask, is_weight)
     tau = torch.where(adv_tok > 0, torch.full_like(ratio, tau_pos), torch.full_like(ratio, tau_neg))
     loss_tok = -sapo_gate(ratio, tau) * adv_tok                               # [B, T]

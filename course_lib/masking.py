@@ -1,7 +1,8 @@
-"""Input validation and NaN-safe masked reductions.
+"""Input validation, NaN-safe masked reductions and the clamped log-ratio.
 
-Everything that takes per-token tensors checks them here, once, and reports bad input
-with a ValueError that names the argument, what was expected and what was given.
+Every argument check of the library lives here, once, and reports bad input with a
+ValueError that names the argument, what was expected and what was given. A bool is never
+accepted where a number or an int is expected (``True`` is not a group size).
 """
 from __future__ import annotations
 
@@ -15,6 +16,51 @@ def _describe(x) -> str:
     if isinstance(x, Tensor):
         return f"a {x.dtype} tensor of shape {tuple(x.shape)}"
     return f"a {type(x).__name__}"
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def check_number(value, name: str, *, gt=None, ge=None, le=None, allow_none: bool = False) -> None:
+    """Raise ValueError unless ``value`` is a real number (not a bool, not NaN) within the bounds.
+
+    gt: value > gt;  ge: value >= ge;  le: value <= le;  allow_none: None passes.
+    """
+    if value is None and allow_none:
+        return
+    ok = _is_number(value) and value == value
+    if ok and gt is not None:
+        ok = value > gt
+    if ok and ge is not None:
+        ok = value >= ge
+    if ok and le is not None:
+        ok = value <= le
+    if not ok:
+        if ge is not None and le is not None:
+            bound = f" in [{ge}, {le}]"
+        elif gt is not None:
+            bound = f" > {gt}"
+        elif ge is not None:
+            bound = f" >= {ge}"
+        else:
+            bound = " (not NaN)"
+        raise ValueError(f"{name} must be {'None or ' if allow_none else ''}a number{bound}, got {value!r}")
+
+
+def check_int(value, name: str, *, at_least: int = 1, allow_none: bool = False) -> None:
+    """Raise ValueError unless ``value`` is an int (not a bool) >= ``at_least`` (or None if allowed)."""
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < at_least:
+        what = "a positive int" if at_least == 1 else f"an int >= {at_least}"
+        raise ValueError(f"{name} must be {what}{' or None' if allow_none else ''}, got {value!r}")
+
+
+def check_choice(value, name: str, choices) -> None:
+    """Raise ValueError unless ``value`` is one of ``choices`` (listed in the message as given)."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices!r}, got {value!r}")
 
 
 def check_tensor(x, name: str, *, ndim: int | None = None, floating: bool = False) -> Tensor:
@@ -42,18 +88,25 @@ def check_mask(mask, like: Tensor, like_name: str = "logp") -> Tensor:
     return mask
 
 
-def check_token_inputs(mask, **tensors: Tensor) -> None:
-    """Check that every named tensor is a float [B, T] tensor and that mask matches them."""
+def check_same_shape(*, ndim: int | None = None, **tensors) -> tuple[str | None, Tensor | None]:
+    """Check that every named tensor (None skipped) is floating, ``ndim``-d if given, and of the
+    first one's shape. Returns the first name and tensor (None, None when all are None)."""
     first_name, first = None, None
     for name, x in tensors.items():
         if x is None:
             continue
-        check_tensor(x, name, ndim=2, floating=True)
+        check_tensor(x, name, ndim=ndim, floating=True)
         if first is None:
             first_name, first = name, x
         elif x.shape != first.shape:
             raise ValueError(
                 f"{name} must have the shape of {first_name} {tuple(first.shape)}, got {tuple(x.shape)}")
+    return first_name, first
+
+
+def check_token_inputs(mask, **tensors: Tensor) -> None:
+    """Check that every named tensor is a float [B, T] tensor and that mask matches them."""
+    first_name, first = check_same_shape(ndim=2, **tensors)
     if first is not None:
         check_mask(mask, first, first_name)
 
@@ -71,12 +124,19 @@ def check_adv(adv, mask: Tensor) -> Tensor:
     return torch.where(mask, adv_tok, torch.zeros_like(adv_tok))
 
 
+def check_seq_adv(adv, mask: Tensor, loss_name: str) -> Tensor:
+    """Raise ValueError unless ``adv`` is a tensor of one advantage per sequence [B]."""
+    if not (isinstance(adv, Tensor) and adv.shape == mask.shape[:1]):
+        raise ValueError(f"adv must have shape [B]=({mask.shape[0]},) for {loss_name} (one advantage per "
+                         f"sequence), got {tuple(adv.shape) if isinstance(adv, Tensor) else adv!r}")
+    return adv
+
+
 def check_eps(value, name: str, *, allow_none: bool = False, upper: float | None = None) -> None:
     """Raise ValueError unless ``value`` is a number >= 0 (and < ``upper`` when given)."""
     if value is None and allow_none:
         return
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value or value < 0:
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    check_number(value, name, ge=0)
     if upper is not None and value >= upper:
         raise ValueError(f"{name} must be < {upper} (a clip range [1-{name}, ...] must stay positive), "
                          f"got {value!r}")
@@ -97,3 +157,18 @@ def masked_mean(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
 def zero_padding(x: Tensor, mask: Tensor) -> Tensor:
     """x with padding set to 0, so that exp() or a product never sees a padded NaN or huge value."""
     return torch.where(mask, x, torch.zeros_like(x))
+
+
+def clamped_log_ratio(logp_num: Tensor, logp_den: Tensor, mask: Tensor | None = None, *,
+                      per_sequence: bool = False) -> Tensor:
+    """log(p_num / p_den) [B, T], 0 on padding (when a mask is given), clamped to +-20.
+
+    The clamp (verl, OpenRLHF) keeps exp() finite: e^20 ~ 4.9e8. per_sequence=True gives every
+    token its row's sum over valid tokens, the log of the product of the token ratios; the clamp
+    then applies to that sum, once (a response with log rho = 25 gets rho = e^20, one with -25
+    gets e^-20, whatever its tokens are).
+    """
+    log_r = logp_num - logp_den if mask is None else zero_padding(logp_num - logp_den, mask)
+    if per_sequence:
+        log_r = log_r.sum(dim=-1, keepdim=True).expand_as(log_r)                  # [B, T]
+    return log_r.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)

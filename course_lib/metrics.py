@@ -2,7 +2,7 @@
 
 Keys are namespaced ``group/name``. Losses return their statistics under these names
 (``ratios.clip_stats``); the trainer merges them into one row per step of a ``History``, and
-refuses to log a key that is not defined here.
+refuses to log a key that is not defined here. Chapter 07 prints the glossary.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ METRICS: dict[str, str] = {
     "kl/ref": "Exact mean per-token KL(pi_theta || pi_ref) in nats over the valid tokens of the batch, before the update; pi_ref is the warm-start policy.",
     "kl/penalty": "The KL term's estimate aggregate(kl_estimate(logp, ref_logp, mask, kind)) before multiplying by beta, averaged over the step's optimiser steps (0 when beta = 0).",
     # ratios and clipping (from the loss's stats, averaged over the step's optimiser steps)
-    "clip/low_frac": "Share of valid tokens with A < 0 and ratio < 1 - eps_low: the lower clip binds and the token gets no gradient.",
-    "clip/high_frac": "Share of valid tokens with A > 0 and ratio > 1 + eps_high: the upper clip binds and the token gets no gradient.",
+    "clip/low_frac": "Share of valid tokens with A < 0 and ratio < 1 - eps_low: the lower clip binds (PPO-style losses give such a token no gradient; CISPO gives it one weighted by the clipped ratio).",
+    "clip/high_frac": "Share of valid tokens with A > 0 and ratio > 1 + eps_high: the upper clip binds (PPO-style losses give such a token no gradient; CISPO gives it one weighted by the clipped ratio).",
     "clip_seq/low_frac": "GSPO: share of sequences with A < 0 and sequence ratio s < 1 - eps_low (the whole sequence is clipped).",
     "clip_seq/high_frac": "GSPO: share of sequences with A > 0 and sequence ratio s > 1 + eps_high (the whole sequence is clipped).",
     "ratio/outside_frac": "Share of valid tokens (sequences for GSPO) whose ratio lies outside [1 - eps_low, 1 + eps_high], whatever the sign of A.",
@@ -61,9 +61,14 @@ def check_keys(keys) -> None:
         raise KeyError(f"metric keys without a definition in metrics.METRICS: {unknown}")
 
 
+def _cell(text: str) -> str:
+    """Text for a markdown table cell: a bare | would end the cell (KL(p || q)), so escape it."""
+    return text.replace("|", "\\|")
+
+
 def glossary_markdown(keys=None) -> str:
     """A markdown table (key | definition) of the given keys, or of all of them."""
     keys = list(METRICS) if keys is None else list(keys)
     check_keys(keys)
-    rows = [f"| `{k}` | {METRICS[k]} |" for k in keys]
+    rows = [f"| `{_cell(k)}` | {_cell(METRICS[k])} |" for k in keys]
     return "\n".join(["| key | definition |", "|---|---|", *rows])

@@ -1,18 +1,18 @@
 """Importance ratios and the clipped surrogate: the pieces every policy loss shares.
 
-Used by ``losses`` and ``corrections``; shown in chapters 04 and 07.
+Used by ``losses``; shown in chapter 05 (ratios and clipping) and used by the toy trainer (07).
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from .masking import LOG_RATIO_CLAMP, masked_mean, zero_padding
+from .masking import clamped_log_ratio, masked_mean
 
 
 def log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
     """log(pi_theta / pi_old) per token [B, T]; 0 on padding, clamped to +-20 before any exp."""
-    return zero_padding(logp - old_logp, mask).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    return clamped_log_ratio(logp, old_logp, mask)
 
 
 def clip_bounds(eps_low: float | None, eps_high: float | None) -> tuple[float, float]:
@@ -22,6 +22,11 @@ def clip_bounds(eps_low: float | None, eps_high: float | None) -> tuple[float, f
     return lo, hi
 
 
+def clip_ratio(ratio: Tensor, eps_low: float | None, eps_high: float | None) -> Tensor:
+    """clip(r, 1 - eps_low, 1 + eps_high), a None side unbounded. [...] -> [...]."""
+    return ratio.clamp(*clip_bounds(eps_low, eps_high))
+
+
 def clipped_surrogate(ratio: Tensor, adv_tok: Tensor, eps_low: float, eps_high: float,
                       dual_clip: float | None = None) -> Tensor:
     """PPO's per-token loss -min(r A, clip(r, 1-eps_low, 1+eps_high) A). [B, T] -> [B, T].
@@ -29,8 +34,7 @@ def clipped_surrogate(ratio: Tensor, adv_tok: Tensor, eps_low: float, eps_high: 
     paper maximises J = min(...); we return -J. With ``dual_clip`` = c > 1 (Ye et al. 2019, always
     on in verl with c = 3), a token with A < 0 has its loss capped at -c A.
     """
-    lo, hi = clip_bounds(eps_low, eps_high)
-    loss_tok = torch.maximum(-adv_tok * ratio, -adv_tok * ratio.clamp(lo, hi))   # [B, T]
+    loss_tok = torch.maximum(-adv_tok * ratio, -adv_tok * clip_ratio(ratio, eps_low, eps_high))
     if dual_clip is not None:
         capped = torch.minimum(loss_tok, -adv_tok * dual_clip)
         loss_tok = torch.where(adv_tok < 0, capped, loss_tok)
@@ -42,8 +46,9 @@ def clip_stats(ratio: Tensor, adv_tok: Tensor, mask: Tensor, eps_low: float | No
                eps_high: float | None, prefix: str = "clip") -> dict[str, float]:
     """Detached statistics of a ratio tensor [B, T] over valid tokens (metrics glossary keys).
 
-    ``clip/low_frac``: A < 0 and r < 1 - eps_low (the lower clip binds: no gradient under PPO);
-    ``clip/high_frac``: A > 0 and r > 1 + eps_high (the upper clip binds);
+    ``clip/low_frac``: A < 0 and r < 1 - eps_low (the lower clip binds: no gradient under PPO,
+    a gradient weighted by the clipped ratio under CISPO);
+    ``clip/high_frac``: A > 0 and r > 1 + eps_high (the upper clip binds, likewise);
     ``ratio/outside_frac``: r outside the range whatever the sign of A (cleanrl's clipfrac).
     """
     lo, hi = clip_bounds(eps_low, eps_high)

@@ -1,10 +1,11 @@
-"""Reward shaping. Used by chapter 07's toy trainer and exercise ex11."""
+"""Reward shaping: DAPO's soft overlong punishment. Chapter 03 and exercise ex11; the toy trainer
+(chapter 07) adds it to the correctness reward."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from .masking import check_tensor
+from .masking import check_int, check_tensor
 
 
 def overlong_penalty(lengths: Tensor, max_len: int, cache_len: int) -> Tensor:
@@ -18,9 +19,8 @@ def overlong_penalty(lengths: Tensor, max_len: int, cache_len: int) -> Tensor:
         raise ValueError(f"lengths must be an integer tensor, got {lengths.dtype}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got a minimum of {int(lengths.min())}")
-    for name, v in (("max_len", max_len), ("cache_len", cache_len)):
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    check_int(max_len, "max_len")
+    check_int(cache_len, "cache_len")
     if cache_len > max_len:
         raise ValueError(f"cache_len ({cache_len}) must not exceed max_len ({max_len})")
     expected = max_len - cache_len                              # longest length with no penalty

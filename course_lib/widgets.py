@@ -152,6 +152,50 @@ def group_advantage_panel(max_group: int = 6) -> Panel:
     return panel(view, G=Slider(4, 2, max_group, 1, integer=True), **rewards)
 
 
+# ---- chapter 01 ----
+
+def clip_panel() -> Panel:
+    """Chapter 01's panel: PPO's objective and gradient against r for A = +1 and A = -1."""
+    from .plots import clip_cases_view
+
+    def view(eps_low, eps_high, dual, dual_clip):
+        return clip_cases_view(eps_low, eps_high, dual_clip if dual else None)
+
+    return panel(view, eps_low=Slider(0.2, 0.0, 0.48, 0.04), eps_high=Slider(0.2, 0.0, 0.48, 0.04),
+                 dual=Toggle(True), dual_clip=Slider(3.0, 2.0, 6.0, 0.5))
+
+
+def gae_panel() -> Panel:
+    """Chapter 01's GAE panel: gamma and lambda on the two-response example, raw and whitened."""
+    from .plots import gae_view
+
+    return panel(gae_view, gamma=Slider(1.0, 0.5, 1.0, 0.05), lam=Slider(0.95, 0.0, 1.0, 0.05))
+
+
+# ---- chapter 06 ----
+def cap_panel() -> Panel:
+    """Chapter 06's panel: move the cap C and the batch size; see the exact bias and noise of TIS
+    and MIS on the source chapter's mismatched sampler, against the whole trade-off curve."""
+    from .plots import cap_tradeoff_plot
+    from .sim import mismatch
+
+    bandit = mismatch.seed_bandit()
+    caps = [1.0 + 0.25 * i for i in range(77)]                               # 1 .. 20
+
+    def view(C, batch):
+        fixed = {k: mismatch.exact_bias_noise(bandit, k, 2.0, batch) for k in ("none", "is")}
+        here = {k: mismatch.exact_bias_noise(bandit, k, C, batch) for k in ("tis", "mis")}
+        lines = [f"C = {C:.2f}, {batch} samples per batch (exact values, no sampling)"]
+        for kind in ("none", "is", "tis", "mis"):
+            b, s = {**fixed, **here}[kind]
+            lines.append(f"{mismatch.KIND_LABELS[kind]:28s} bias {b:6.1%}   noise {s:6.1%}   "
+                         f"sqrt(bias^2 + noise^2) {(b * b + s * s) ** 0.5:6.1%}")
+        return "\n".join(lines), cap_tradeoff_plot(caps, mismatch.cap_sweep(bandit, caps, batch),
+                                                   fixed, mark=C)
+
+    return panel(view, C=Slider(2.0, 1.0, 10.0, 0.25), batch=Choice(256, [64, 256, 1024]))
+
+
 # ---- chapter 05 ----
 def grad_coefficient_panel() -> Panel:
     """Chapter 05's panel: move the clip ranges, the dual-clip cap and SAPO's temperatures and

@@ -44,13 +44,31 @@ def test_group_advantages_match_loop_reference(seed, dtype, G):
         assert A.signal_groups(r, G).tolist() == ref.signal_groups(r.tolist(), G)
 
 
-@pytest.mark.parametrize("fn", [A.group_advantages, A.dr_grpo_advantages, A.rloo_advantages])
-def test_zero_std_group_gets_exactly_zero_advantage(fn):
-    # 0.1 three times: the float mean is not exactly 0.1, so only an explicit rule gives exact 0
-    r = torch.tensor([0.1, 0.1, 0.1, 1.0, 1.0, 1.0, 0.7, 0.7, 0.7], dtype=torch.float32)
-    adv = fn(r, 3)
-    assert torch.all(adv == 0)
-    assert adv.dtype == torch.float32 and adv.shape == (9,)
+def _naive(name, r_grp):
+    """The formulas without the all-equal rule, in plain torch: r_grp [P, G] -> [P, G]."""
+    centred = r_grp - r_grp.mean(dim=1, keepdim=True)
+    if name == "grpo":
+        return centred / (r_grp.std(dim=1, keepdim=True) + 1e-6)
+    if name == "dr_grpo":
+        return centred
+    G = r_grp.shape[1]
+    return r_grp - (r_grp.sum(dim=1, keepdim=True) - r_grp) / (G - 1)       # rloo
+
+
+@pytest.mark.parametrize("name, fn", [("grpo", A.group_advantages), ("dr_grpo", A.dr_grpo_advantages),
+                                      ("rloo", A.rloo_advantages)])
+def test_all_equal_group_gets_exactly_zero_where_the_naive_formula_leaves_a_residue(name, fn):
+    # eight equal rewards of 0.3 or 0.7: their float32 mean is not exact, so (R - mean) is a
+    # rounding residue (about 3e-8), which GRPO's division by std + eps blows up to 0.03-0.06
+    r = torch.tensor([0.3] * 8 + [0.7] * 8 + [1.0, 0.0] * 4, dtype=torch.float32)
+    naive = _naive(name, r.view(3, 8))                                     # [P, G]
+    assert torch.all(naive[:2].abs().amax(dim=1) > 0)                     # the residue is there
+    if name == "grpo":
+        assert naive[:2].abs().max().item() > 0.02
+    adv = fn(r, 8)
+    assert adv.dtype == torch.float32 and adv.shape == (24,)
+    assert torch.all(adv[:16] == 0)                                        # the rule: exactly 0
+    torch.testing.assert_close(adv[16:], naive[2])                         # the signal group is kept
 
 
 def test_group_size_two_gives_plus_minus_one_over_sqrt2_and_rloo_twice_dr_grpo():

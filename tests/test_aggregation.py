@@ -83,12 +83,20 @@ def test_seq_mean_token_sum_norm_divides_by_max_len_or_padded_length():
     assert aggregate(x, mask, "seq-mean-token-sum-norm", max_len=40).item() == pytest.approx(base / 40)
 
 
-def test_aggregation_table_maps_names_to_functions():
+@pytest.mark.parametrize("max_len", [None, 9])
+def test_each_mode_function_called_directly_matches_the_loop_reference_of_its_name(max_len):
+    """The per-mode functions (and the table that names them) against the references, not each other."""
     assert sorted(aggregation.AGGREGATIONS) == sorted(MODES)
-    x = torch.randn(2, 3, dtype=torch.float64)
-    mask = torch.tensor([[True, True, False], [True, True, True]])
-    for mode, fn in aggregation.AGGREGATIONS.items():
-        assert fn(x, mask).item() == aggregate(x, mask, mode).item()
+    direct = {"token-mean": aggregation.token_mean,
+              "seq-mean-token-mean": aggregation.seq_mean_token_mean,
+              "seq-mean-token-sum": aggregation.seq_mean_token_sum,
+              "seq-mean-token-sum-norm": aggregation.seq_mean_token_sum_norm}
+    bt = make_batch(6, torch.float64, holes=True)
+    x, mask = bt["logp"], bt["mask"]
+    for mode in MODES:
+        expected = ref.aggregate(x.tolist(), mask.tolist(), mode, max_len)
+        assert direct[mode](x, mask, max_len).item() == pytest.approx(expected, rel=1e-12), mode
+        assert aggregation.AGGREGATIONS[mode](x, mask, max_len).item() == pytest.approx(expected, rel=1e-12)
 
 
 # ---------------------------------------------------------------- the rlhf-book example (§2.1)

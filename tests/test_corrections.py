@@ -1,4 +1,6 @@
 """course_lib.corrections: TIS weights and MIS masks, token and sequence level."""
+import math
+
 import pytest
 import torch
 
@@ -91,3 +93,30 @@ def test_correction_bad_input_names_the_argument():
         C.tis_weights(old, rollout[:, :-1], mask)
     with pytest.raises(ValueError, match="rollout_logp must be a torch.Tensor"):
         C.tis_weights(old, rollout.tolist(), mask)
+
+
+def test_sequence_level_clamps_the_summed_log_rho_once_at_plus_minus_20():
+    """Pinned: the clamp applies to the row's sum of token log-ratios, after summing.
+
+    Row 0: token log rho 15 and 10 -> 25 -> rho = e^20 (TIS: the cap; MIS: dropped under a cap
+    below e^20, kept as e^20 under a cap above). Row 1: -15 and -10 -> e^-20, not 0 and not e^-25.
+    Row 2: 30 and -15 -> e^15; clamping each token first would give e^(20 - 15) = e^5.
+    """
+    log_rho = torch.tensor([[15.0, 10.0, 0.0], [-15.0, -10.0, 0.0], [30.0, -15.0, 0.0]], dtype=torch.float64)
+    rollout = torch.full_like(log_rho, -30.0)
+    old = rollout + log_rho
+    mask = torch.tensor([[True, True, False]] * 3)
+    e = math.exp
+    tis = C.tis_weights(old, rollout, mask, cap=2.0, level="sequence")
+    assert tis[:, 0].tolist() == pytest.approx([2.0, e(-20), 2.0], rel=1e-12)
+    mis = C.mis_weights(old, rollout, mask, cap=2.0, level="sequence")
+    assert mis[:, 0].tolist() == pytest.approx([0.0, e(-20), 0.0], rel=1e-12)
+    mis_high_cap = C.mis_weights(old, rollout, mask, cap=1e9, level="sequence")
+    assert mis_high_cap[:, 0].tolist() == pytest.approx([e(20), e(-20), e(15)], rel=1e-12)
+    assert torch.equal(mis_high_cap[:, 1], mis_high_cap[:, 0]) and torch.all(mis_high_cap[:, 2] == 0)
+    # token level clamps each token on its own: 30 -> 20
+    tis_tok = C.tis_weights(old, rollout, mask, cap=1e9, level="token")
+    assert tis_tok[2, :2].tolist() == pytest.approx([e(20), e(-15)], rel=1e-12)
+    # and the loop reference agrees on all of it
+    expected = ref.correction_weights("mis", old.tolist(), rollout.tolist(), mask.tolist(), 1e9, "sequence")
+    torch.testing.assert_close(mis_high_cap, _t(expected), rtol=1e-12, atol=0)

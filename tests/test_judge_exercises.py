@@ -13,7 +13,7 @@ import torch
 from course_lib import advantages, aggregation, corrections, kl, losses, rewards
 from course_lib.judge.registry import EXERCISES, ROOT
 
-SIGNATURES = {   # the issue's table: parameter names and defaults are part of the contract
+SIGNATURES = {   # parameter names and defaults are part of each exercise's contract
     "group_advantages": "(rewards, group_size, scale=True, eps=1e-06)",
     "rloo_advantages": "(rewards, group_size)",
     "aggregate": "(loss_tok, mask, mode, max_len=None)",
@@ -47,7 +47,7 @@ SOL = {ex.id: _load(ex.solution) for ex in EXERCISES.values()}
 
 
 @pytest.mark.parametrize("ex_id", list(EXERCISES))
-def test_starter_and_solution_have_the_issue_signatures(ex_id):
+def test_starter_and_solution_have_the_contract_signatures(ex_id):
     ex = EXERCISES[ex_id]
     starter = _load(ex.starter)
     for name in ex.functions:

@@ -1,5 +1,6 @@
 """course_lib.losses: every registered policy loss, its gradient, c(r, A), and the registry."""
 import inspect
+import math
 
 import pytest
 import torch
@@ -7,7 +8,7 @@ import torch
 import reference as ref
 from batches import DTYPES, POISONS, SEEDS, make_batch, poison, tol
 from course_lib import losses as L
-from course_lib.aggregation import aggregate, token_weights
+from course_lib.aggregation import aggregate
 from course_lib.corrections import tis_weights
 from course_lib.kl import kl_estimate
 
@@ -27,6 +28,11 @@ EXTRA_KNOBS = {
 
 def _t(x):
     return torch.tensor(x, dtype=torch.float64)
+
+
+def _alpha(mask, mode):
+    """Aggregation weights [B, T] from the reference's table (fact sheet §2), not from the library."""
+    return _t(ref.token_weights(mask.tolist(), mode))
 
 
 def _run(name, bt, adv, *, agg, max_len=None, is_weight=None, **knobs):
@@ -165,7 +171,7 @@ def test_on_policy_every_loss_gradient_is_reinforce(name):
     mask = bt["mask"]
     for mode in MODES:
         _, grad, _ = _run(name, bt, bt["adv"], agg=mode)
-        alpha = token_weights(mask, mode)
+        alpha = _alpha(mask, mode)
         if name == "gspo":
             lengths = mask.sum(dim=1, keepdim=True).clamp_min(1)
             expected = -alpha.sum(dim=1, keepdim=True) * bt["adv"][:, None] / lengths * mask
@@ -206,7 +212,7 @@ def test_cispo_gradient_is_minus_alpha_times_detached_clipped_ratio_times_advant
     _, grad, _ = _run("cispo", bt, bt["adv_tok"], agg=mode, eps_low=eps[0], eps_high=eps[1])
     ratio = torch.exp(bt["logp"] - bt["old_logp"])
     lo = 0.0 if eps[0] is None else 1 - eps[0]
-    expected = -token_weights(mask, mode) * ratio.clamp(lo, 1 + eps[1]) * bt["adv_tok"] * mask
+    expected = -_alpha(mask, mode) * ratio.clamp(lo, 1 + eps[1]) * bt["adv_tok"] * mask
     torch.testing.assert_close(grad, expected, rtol=1e-12, atol=1e-15)
     assert (ratio[mask] > 1 + eps[1]).any()                  # some tokens really are clipped
 
@@ -223,7 +229,7 @@ def test_gspo_token_gradient_is_s_times_a_over_length_times_the_sequence_weight_
     clipped_wrong_side = torch.tensor([False, True, True, False, False, False])
     for mode in MODES:
         _, grad, stats = _run("gspo", bt, adv, agg=mode, eps_low=0.05, eps_high=0.05)
-        seq_weight = token_weights(mask, mode).sum(dim=1)                    # [B]
+        seq_weight = _alpha(mask, mode).sum(dim=1)                           # [B]
         for i in range(6):
             if clipped_wrong_side[i]:
                 assert torch.all(grad[i] == 0), (mode, i)
@@ -443,3 +449,22 @@ def test_sapo_gate_has_slope_one_at_ratio_one():
         assert g.item() == pytest.approx(1.0, rel=1e-12)
         gate = L.sapo_gate(torch.tensor([2.0]), tau).item()
         assert gate == pytest.approx(ref.sapo_gate(2.0, tau), rel=1e-6)
+
+
+def test_gspo_clamps_each_token_log_ratio_at_20_before_the_sequence_mean():
+    """Pinned: log r = 30 and -10 give s = exp((20 - 10) / 2) = e^5, not e^10; the clamped token
+    carries no gradient, the other one carries c / |y| as usual."""
+    old_logp = torch.tensor([[-40.0, -5.0]], dtype=torch.float64)
+    logp = (old_logp + torch.tensor([[30.0, -10.0]], dtype=torch.float64)).requires_grad_(True)
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    adv = torch.tensor([-1.0], dtype=torch.float64)
+    value, stats = L.gspo_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2)
+    assert value.item() == pytest.approx(math.exp(5.0), rel=1e-12)        # -min(s A, clip(s) A) = s
+    assert stats["ratio/max"] == pytest.approx(math.exp(5.0), rel=1e-12)
+    (grad,) = torch.autograd.grad(value, logp)
+    # loss = s here (A = -1, s above 1 + eps_high), and d s / d logp_1 = s / 2 (a mean of two)
+    assert grad[0].tolist() == pytest.approx([0.0, math.exp(5.0) / 2], rel=1e-12)
+    value_ref, grad_ref = ref.gspo_loss(logp.tolist(), old_logp.tolist(), adv.tolist(), mask.tolist(),
+                                        eps_low=0.2, eps_high=0.2, agg="seq-mean-token-mean")
+    assert value_ref == pytest.approx(value.item(), rel=1e-12)
+    assert grad_ref[0][1] == pytest.approx(grad[0, 1].item(), rel=1e-12)

@@ -96,3 +96,12 @@ def test_clip_stats_of_an_empty_mask_are_zero_and_prefix_renames_clip_keys():
     stats = ratios.clip_stats(ratio, ratio, torch.zeros(2, 3, dtype=torch.bool), 0.2, 0.2, prefix="clip_seq")
     assert stats == {"clip_seq/low_frac": 0.0, "clip_seq/high_frac": 0.0, "ratio/outside_frac": 0.0,
                      "ratio/mean": 0.0, "ratio/max": 0.0}
+
+
+@pytest.mark.parametrize("eps", [(0.2, 0.28), (None, 0.2), (0.2, None), (None, None), (10.0, 0.2)])
+def test_clip_ratio_clamps_to_the_clip_range_and_none_means_unbounded(eps):
+    r_vals = [1e-6, 0.3, 0.79, 0.81, 1.0, 1.19, 1.21, 1.29, 6.0, 1e6]
+    got = ratios.clip_ratio(torch.tensor(r_vals, dtype=torch.float64), *eps)
+    lo, hi = ref.clip_range(*eps)
+    lo = max(lo, 0.0)                                      # eps_low >= 1 (verl's CISPO 10): no bound
+    assert got.tolist() == pytest.approx([min(max(r, lo), hi) for r in r_vals], rel=1e-15)

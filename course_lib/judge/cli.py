@@ -16,8 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import progress, report
-from .registry import EXERCISES, Exercise, UsageError, get_exercise, workspace_dir, workspace_file
+from . import environment, progress, report
+from .plaintext import markdown_to_terminal
+from .registry import (EXERCISES, Exercise, UsageError, chapter_exists, get_exercise, workspace_dir,
+                       workspace_file)
 from .runner import DEFAULT_TIME_LIMIT, grade, run_many
 
 EPILOG = """How to do an exercise:
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="Python, torch, device, and what can be graded here")
     s = sub.add_parser("check", help="course self-test: solutions pass, starters and wrong variants fail")
     s.add_argument("ids", nargs="*")
+    s.add_argument("-v", "--verbose", action="store_true",
+                   help="for each wrong variant: its hint and what it returns against the reference")
     return p
 
 
@@ -69,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_list(args) -> tuple[int, object, str]:
     rows = [{"id": ex.id, "title": ex.title, "chapter": ex.chapter, "points": ex.points,
-             "functions": list(ex.functions), "status": progress.status(ex)}
+             "functions": list(ex.functions), "status": progress.status(ex),
+             "chapter_exists": chapter_exists(ex)}
             for ex in EXERCISES.values()]
     return 0, rows, report.format_list(rows)
 
@@ -88,7 +93,9 @@ def cmd_start(args):
         note = f"Created {report.rel(dest)}: write your code there."
         created = True
     short = ex.id.split("_")[0]
-    text = (f"{task.rstrip()}\n\n{note}\nThen run `python judge.py test {short}` "
+    text = (f"{markdown_to_terminal(task).rstrip()}\n\n"
+            f"(Formulas in plain text; typeset in {report.rel(ex.readme)}, which JupyterLab and "
+            f"GitHub render.)\n\n{note}\nThen run `python judge.py test {short}` "
             f"(or `python judge.py watch {short}` to re-grade on every save).")
     return 0, {"exercise": ex.id, "file": str(dest), "created": created, "task": task}, text
 
@@ -137,7 +144,7 @@ def cmd_hint(args):
     more = (f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint.)"
             if level < len(hints) else f"\n\n(Hint {level} of {len(hints)}: the last one.)")
     return 0, {"exercise": ex.id, "level": level, "levels": len(hints), "hint": hints[level - 1]}, \
-        f"{ex.id}, hint {level}:\n\n{hints[level - 1]}{more}"
+        f"{ex.id}, hint {level}:\n\n{markdown_to_terminal(hints[level - 1])}{more}"
 
 
 def cmd_solution(args):
@@ -214,6 +221,9 @@ def cmd_doctor(args):
         info["torch"] = None
         info["device"] = None
         info["torch_error"] = f"{type(exc).__name__}: {exc}"
+    info["environment_problem"] = None if info["torch"] else environment.wrong_python_message(["doctor"])
+    course_python = environment.course_python()
+    info["course_python"] = str(course_python) if course_python.is_file() else None
     rows = []
     if info["torch"]:
         jobs = [{"exercise": ex.id, "file": str(ex.solution), "time_limit": 60, "sample": True}
@@ -227,8 +237,13 @@ def cmd_doctor(args):
              f"torch   {info['torch'] or 'NOT AVAILABLE: ' + info.get('torch_error', '')}",
              f"device  {info['device'] or '-'} (grading always runs on the CPU)",
              f"workspace {info['workspace']}", ""]
+    if info["course_python"] and info["torch"] and not environment.is_course_python():
+        lines[1:1] = [f"note    this is not the course's environment; {environment.VENV_RELATIVE} is "
+                      "(grading works with any Python that has torch)"]
     lines += [f"{'ok ' if r['gradable'] else 'NO '} {r['exercise']}"
               + ("" if r["gradable"] else f": {r['detail']}") for r in rows]
+    if info["environment_problem"]:
+        lines += [info["environment_problem"], ""]
     ok = bool(info["torch"]) and all(r["gradable"] for r in rows)
     lines.append("\nEverything can be graded here." if ok else "\nSome exercises cannot be graded here.")
     return (0 if ok else 1), info, "\n".join(lines)
@@ -279,10 +294,27 @@ def cmd_check(args):
             else:
                 detail = (f"status {res['status']}, {res['passed']}/{res['total']} passed, its hint "
                           f"{'shown' if fired else 'NOT shown'}{_why(res, short=True)}")
-        rows.append({"exercise": res["exercise"], "what": label, "ok": ok, "detail": detail})
+        row = {"exercise": res["exercise"], "what": label, "ok": ok, "detail": detail}
+        if getattr(args, "verbose", False) and label.startswith("wrong/"):
+            row["more"] = _variant_lines(res, _hint_of(Path(res["file"])))
+        rows.append(row)
     rows.sort(key=lambda r: r["exercise"])
     ok = all(r["ok"] for r in rows)
     return (0 if ok else 1), {"ok": ok, "rows": rows}, report.format_check(rows)
+
+
+def _variant_lines(res: dict, hint: str | None, n_cases: int = 3) -> list[str]:
+    """What a known-wrong variant returns on its first failing cases, next to its hint, so that
+    a reader of `check -v` can see whether the hint describes what the variant does."""
+    lines = [f"hint: {hint}"]
+    bad = [c for c in res["cases"] if not c["passed"]]
+    for c in bad[:n_cases]:
+        lines.append(f"{c['name']}: {c['message'].splitlines()[0] if c['message'] else ''}")
+        if c.get("ratio"):
+            lines.append(f"    {c['ratio']}")
+    if len(bad) > n_cases:
+        lines.append(f"... and {len(bad) - n_cases} more failing cases")
+    return lines
 
 
 def _why(res: dict, short: bool = False) -> str:
@@ -297,8 +329,12 @@ def _why(res: dict, short: bool = False) -> str:
 
 # ---------------------------------------------------------------- entry point
 
+NEEDS_TORCH = ("test", "watch", "check", "doctor")      # the others answer without torch
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    raw_argv = list(argv)
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
 
@@ -312,6 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         verb = args.verb or "list"
+        if verb in NEEDS_TORCH:
+            problem = environment.ensure_course_python(raw_argv)
+            if problem and verb != "doctor":
+                if as_json:
+                    print(json.dumps({"error": problem, "environment_error": True}), flush=True)
+                else:
+                    print(f"judge: {problem}", file=sys.stderr)
+                return 2
         if verb == "watch":
             return cmd_watch(args, emit)
         fn = {"list": cmd_list, "start": cmd_start, "test": cmd_test, "hint": cmd_hint,

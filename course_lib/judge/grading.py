@@ -328,6 +328,34 @@ def generic_hint(got, want, fn_name: str) -> str | None:
 
 # ---------------------------------------------------------------- grading a file
 
+def _flat(x) -> Tensor | None:
+    if isinstance(x, (tuple, list)):
+        parts = [_flat(v) for v in x]
+        return None if any(p is None for p in parts) or not parts else torch.cat(parts)
+    if isinstance(x, Tensor) and x.is_floating_point():
+        return x.detach().to(torch.float64).reshape(-1)
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return torch.tensor([float(x)], dtype=torch.float64)
+    return None
+
+
+def size_ratio(got, want, signed: bool = False) -> str | None:
+    """How the entries that differ compare with the expected ones: 'yours / expected' as a median
+    and a range (of |yours| / |expected| unless ``signed``). Used by ``judge.py check -v`` to show
+    what a known-wrong variant does, so that its hint can be checked against it."""
+    g, w = _flat(got), _flat(want)
+    if g is None or w is None or g.shape != w.shape:
+        return None
+    differ = ((g - w).abs() > 1e-9 + 1e-6 * w.abs()) & (w.abs() > 1e-12) & g.isfinite()
+    if not differ.any():
+        return None
+    r = g[differ] / w[differ]
+    r = r if signed else r.abs()
+    what = "yours / expected" if signed else "|yours| / |expected|"
+    return (f"{what}: median {float(r.median()):.4g}, from {float(r.min()):.4g} to "
+            f"{float(r.max()):.4g} over the {int(differ.sum())} entries that differ")
+
+
 @dataclass
 class Graded:
     name: str
@@ -335,10 +363,12 @@ class Graded:
     passed: bool
     message: str = ""
     hint: str | None = None
+    ratio: str | None = None              # size_ratio of a failed comparison (for check -v)
+    candidates: list[str] = field(default_factory=list)   # known mistakes that fit this case
 
     def as_dict(self):
         return {"name": self.name, "kind": self.kind, "passed": self.passed,
-                "message": self.message, "hint": self.hint}
+                "message": self.message, "hint": self.hint, "ratio": self.ratio}
 
 
 class ExerciseKit:
@@ -370,7 +400,14 @@ class ExerciseKit:
 
     def recognise(self, i: int, got: Outcome, part: str) -> str | None:
         """The hint of a known-wrong variant that is wrong on this case the way the reader is."""
+        found = self.recognise_all(i, got, part)
+        return found[0] if found else None
+
+    def recognise_all(self, i: int, got: Outcome, part: str) -> list[str]:
+        """The hints of every known-wrong variant that is wrong on this case the way the reader is
+        (two mistakes can agree on one case; grade_file then keeps the one that fits most cases)."""
         case, ref = self.cases[i], self.reference_outcome(i)
+        found = []
         for _, hint, mod in self.variants:
             fn = getattr(mod, case.fn, None)
             if fn is None:
@@ -383,17 +420,17 @@ class ExerciseKit:
             if part == "value":
                 fails_check = case.check is not None and case.check(theirs.value) is not None
                 if (value_wrong or fails_check) and close(got.value, theirs.value):
-                    return hint
+                    found.append(hint)
             elif part == "has_grad":
                 if not value_wrong and theirs.has_grad and close(got.value, theirs.value):
-                    return hint
+                    found.append(hint)
             elif part == "grad" and got.grad is not None and theirs.grad is not None \
                     and ref.grad is not None and not value_wrong \
                     and not close(theirs.grad, ref.grad.to(theirs.grad.dtype), atol=case.grad_atol,
                                   rtol=1e-6) \
                     and close(got.grad, theirs.grad, atol=1e-7, rtol=1e-5):
-                return hint
-        return None
+                found.append(hint)
+        return found
 
 
 def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = False) -> dict:
@@ -435,9 +472,17 @@ def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = F
             return result
 
         hints: list[str] = []
+        graded_cases = []
         for i in indices:
             case = kit.cases[i]
-            graded = _grade_case(kit, i, getattr(module, case.fn), budget, path)
+            graded_cases.append(_grade_case(kit, i, getattr(module, case.fn), budget, path))
+        fits = {}                          # how many cases each known mistake explains
+        for graded in graded_cases:
+            for h in graded.candidates:
+                fits[h] = fits.get(h, 0) + 1
+        for graded in graded_cases:
+            if len(graded.candidates) > 1:
+                graded.hint = max(graded.candidates, key=lambda h: fits[h])   # first among equals
             result["cases"].append(graded.as_dict())
             if graded.hint and graded.hint not in hints:
                 hints.append(graded.hint)
@@ -512,8 +557,10 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
     msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, strict, case.out_names)
     if msg:
         g.message = msg
-        g.hint = (kit.recognise(i, got, "value") or _nan_hint(case, got.value)
+        g.candidates = kit.recognise_all(i, got, "value")
+        g.hint = ((g.candidates or [None])[0] or _nan_hint(case, got.value)
                   or generic_hint(got.value, ref.value, case.fn))
+        g.ratio = size_ratio(got.value, ref.value)
         return g
     if case.out_grad == "required" and got.has_grad is False:
         g.message = (f"the result has the right value but carries no gradient (requires_grad is "
@@ -535,6 +582,7 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         if msg:
             g.message = "values are right, but " + msg
             g.hint = kit.recognise(i, got, "grad") or _nan_hint(case, got.grad)
+            g.ratio = "gradient " + (size_ratio(got.grad, ref.grad, signed=True) or "")
             return g
     if case.check is not None:
         msg = case.check(got.value)

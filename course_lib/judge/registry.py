@@ -57,7 +57,7 @@ _CATALOGUE = [
     ("ex08_sapo", "SAPO soft gate", "05_ratios_and_clipping", 2, ("sapo_loss",)),
     ("ex09_tis_mis", "TIS and MIS correction weights", "06_train_inference_mismatch", 2,
      ("tis_weights", "mis_weights")),
-    ("ex10_gae", "Generalised advantage estimation", "01_ppo_to_grpo", 3, ("gae",)),
+    ("ex10_gae", "Generalised advantage estimation", "01_ppo_clip_and_gae", 3, ("gae",)),
     ("ex11_overlong_penalty", "DAPO soft overlong punishment", "03_loss_aggregation", 1,
      ("overlong_penalty",)),
     ("ex12_adaptive_kl", "Adaptive KL controller", "04_kl_estimators", 1, ("adaptive_kl_update",)),
@@ -81,6 +81,16 @@ def get_exercise(name: str) -> Exercise:
     close = matches or difflib.get_close_matches(name, list(EXERCISES), n=3, cutoff=0.4)
     tip = f" Did you mean: {', '.join(close)}?" if close else " Run `python judge.py list`."
     raise UsageError(f"no exercise called {name!r}.{tip}")
+
+
+def notebooks_dir() -> Path:
+    """Where the chapters live. COURSE_JUDGE_NOTEBOOKS overrides it (tests)."""
+    return Path(os.environ.get("COURSE_JUDGE_NOTEBOOKS", ROOT / "notebooks"))
+
+
+def chapter_exists(ex: Exercise) -> bool:
+    """Is the exercise's chapter in notebooks/? Checked at run time, so chapters added later count."""
+    return (notebooks_dir() / f"{ex.chapter}.ipynb").is_file()
 
 
 def workspace_dir() -> Path:

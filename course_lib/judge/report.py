@@ -23,7 +23,7 @@ def _indent(text: str, n: int) -> str:
 def format_result(res: dict, show_passing: bool = True) -> str:
     lines = [f"{res['exercise']}  ({_rel(res['file'])})"]
     status = res["status"]
-    if status in ("syntax_error", "error", "crashed", "internal_error") and not res["cases"]:
+    if status in ("syntax_error", "error", "crashed", "internal_error", "environment") and not res["cases"]:
         if status == "internal_error":
             lines.append("  The judge itself failed on this exercise (a bug in the course, not in your"
                          " code; please report it):")
@@ -50,7 +50,8 @@ def format_result(res: dict, show_passing: bool = True) -> str:
             lines.append(_indent(c["message"], 8))
         if c.get("hint") and c["hint"] not in hinted:
             hinted.append(c["hint"])
-            lines.append(_indent("hint: " + c["hint"], 8))
+            lines.append(textwrap.fill("hint: " + c["hint"], 100, initial_indent=" " * 8,
+                                       subsequent_indent=" " * 14))
     if shown > MAX_FAILURES_SHOWN:
         lines.append(f"  ... and {shown - MAX_FAILURES_SHOWN} more failing cases")
     if res["error"]:
@@ -59,7 +60,8 @@ def format_result(res: dict, show_passing: bool = True) -> str:
     unseen = [h for h in res.get("hints") or [] if h not in hinted]
     if unseen and status == "failed":
         lines.append("  This looks like a known mistake:")
-        lines += [_indent("- " + h, 4) for h in unseen]
+        lines += [textwrap.fill("- " + h, 100, initial_indent=" " * 4, subsequent_indent=" " * 6)
+                  for h in unseen]
     lines.append(_score_line(res))
     return "\n".join(lines)
 
@@ -89,20 +91,36 @@ def _score_line(res: dict) -> str:
         return "Score: 0. Fix the syntax error and run again."
     if status == "timeout":
         return f"Score: {n}/{total}. Stopped: time limit exceeded."
+    if status == "environment":
+        return "Not graded: the judge needs the course's Python (see above)."
     if status in ("error", "crashed", "internal_error"):
         return f"Score: {n}/{total}." if total else "Score: 0."
     return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "
             f"`python judge.py hint {ex}`.")
 
 
+def next_exercise(rows: list[dict]) -> dict | None:
+    """The exercise to suggest: not passed yet, one whose chapter is there first, in chapter order."""
+    todo = [r for r in rows if r["status"] != "passed"]
+    return min(todo, key=lambda r: (not r.get("chapter_exists", True), r["chapter"], r["id"]),
+               default=None)
+
+
 def format_list(rows: list[dict]) -> str:
     w = max(len(r["id"]) for r in rows)
-    lines = [f"{'exercise'.ljust(w)}  {'chapter'.ljust(27)} pts  status"]
+    cw = max(len(r["chapter"]) for r in rows) + 2
+    lines = [f"{'exercise'.ljust(w)}  {'chapter'.ljust(cw)} pts  status"]
     for r in rows:
-        lines.append(f"{r['id'].ljust(w)}  {r['chapter'].ljust(27)} {r['points']:>3}  {r['status']}")
+        chapter = r["chapter"] + ("" if r.get("chapter_exists", True) else " *")
+        lines.append(f"{r['id'].ljust(w)}  {chapter.ljust(cw)} {r['points']:>3}  {r['status']}")
+    if not all(r.get("chapter_exists", True) for r in rows):
+        lines.append("* this chapter's notebook is not in notebooks/: the exercise (README, hints, "
+                     "checks) can be done\n  on its own.")
     done = sum(r["points"] for r in rows if r["status"] == "passed")
-    lines.append(f"\nPoints: {done}/{sum(r['points'] for r in rows)}. "
-                 "Start one with `python judge.py start ex01`.")
+    nxt = next_exercise(rows)
+    tip = (f"Next: `python judge.py start {nxt['id'].split('_')[0]}` ({nxt['title']})."
+           if nxt else "Every exercise has passed.")
+    lines.append(f"\nPoints: {done}/{sum(r['points'] for r in rows)}. {tip}")
     return "\n".join(lines)
 
 
@@ -111,6 +129,8 @@ def format_check(rows: list[dict]) -> str:
     for r in rows:
         mark = "ok  " if r["ok"] else "FAIL"
         lines.append(f"{mark} {r['exercise']:24s} {r['what']:32s} {r['detail']}")
+        for more in r.get("more") or []:
+            lines += textwrap.wrap(more, 100, initial_indent=" " * 9, subsequent_indent=" " * 13)
     bad = sum(not r["ok"] for r in rows)
     lines.append(f"\n{len(rows) - bad}/{len(rows)} checks of the exercises themselves passed."
                  if bad else f"\nAll {len(rows)} checks passed: every reference solution passes, "

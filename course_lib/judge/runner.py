@@ -13,6 +13,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .environment import worker_lacked_torch, wrong_python_message
 from .registry import ROOT, Exercise
 
 DEFAULT_TIME_LIMIT = float(os.environ.get("COURSE_JUDGE_TIMEOUT", "10"))
@@ -70,7 +71,9 @@ def run_jobs(jobs: list[dict], exercises: dict[str, Exercise]) -> list[dict]:
     for job in jobs[len(results):]:
         ex = exercises[job["exercise"]]
         path = Path(job["file"])
-        if timed_out:
+        if not timed_out and worker_lacked_torch(stderr):
+            res = _empty(ex, path, "environment", wrong_python_message(), job.get("sample", False))
+        elif timed_out:
             res = _empty(ex, path, "timeout",
                          f"time limit exceeded: the grader was stopped after {limit:.0f} s "
                          "(your code may be stuck in a long computation)", job.get("sample", False))

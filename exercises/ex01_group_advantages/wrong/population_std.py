@@ -1,7 +1,7 @@
 """Known-wrong: the population std (divide by G) instead of the Bessel-corrected one."""
 import torch
 
-HINT = ("Your advantages are a little smaller in magnitude than expected, by a factor that depends "
+HINT = ("Your advantages are a little larger in magnitude than expected, by a factor that depends "
         "only on the group size. There are two common definitions of the standard deviation; "
         "check which one the task asks for and which one your code uses.")
 

@@ -1,6 +1,6 @@
 """Known-wrong: the sum of the others divided by G instead of G - 1."""
-HINT = ("Your baseline is too small: you sum the right rewards but divide by the wrong count. "
-        "How many other responses does a group of G have?")
+HINT = ("Your baseline is too small in magnitude: you sum the right rewards but divide by the wrong "
+        "count. How many other responses does a group of G have?")
 
 
 def rloo_advantages(rewards, group_size):
