@@ -3,6 +3,7 @@ against closed forms written here (nothing imported from course_lib for the expe
 import math
 
 import matplotlib.pyplot as plt
+import torch
 import pytest
 
 from course_lib import plots
@@ -132,3 +133,109 @@ def test_length_sweep_plot_curves_are_relative_pushes():
             exp_whole.append(wh[j][2])
         assert list(per_tok_lines[j].get_ydata()) == pytest.approx([v / exp_tok[0] for v in exp_tok], rel=1e-6)
         assert list(whole_lines[j].get_ydata()) == pytest.approx([v / exp_whole[0] for v in exp_whole], rel=1e-6)
+
+
+# ---- chapter 04 ----
+
+from course_lib.widgets import adaptive_kl_panel, kl_drift_panel  # noqa: E402
+
+
+def _seed_stats(drift):
+    """The seed's code, verbatim, at another drift: exact KL and (mean, std, negative share) of k1/k2/k3."""
+    torch.manual_seed(0)
+    p_ref = torch.randn(1000).softmax(-1)
+    q = (p_ref.log() + drift * torch.randn(1000)).softmax(-1)
+    exact = float((q * (q / p_ref).log()).sum())
+    x = torch.multinomial(q, 100_000, replacement=True)
+    r = p_ref[x] / q[x]
+    ks = {"k1": -r.log(), "k2": r.log() ** 2 / 2, "k3": (r - 1) - r.log()}
+    return exact, {k: (float(v.mean()), float(v.std()), float((v < 0).float().mean())) for k, v in ks.items()}
+
+
+def _check_drift_text(drift, text):
+    exact, stats = _seed_stats(drift)
+    lines = text.splitlines()
+    assert float(lines[0].split("=")[1].split()[0]) == pytest.approx(exact, abs=6e-5)
+    for line in lines[3:]:
+        kind, mean, bias, bias_kl, z, std, std_kl, neg = line.split()
+        m, s, n = stats[kind]
+        assert float(mean) == pytest.approx(m, abs=6e-5, rel=2e-3)
+        assert float(std) == pytest.approx(s, abs=6e-5, rel=2e-3)
+        assert float(bias) == pytest.approx(m - exact, abs=1e-4)
+        assert float(std_kl) == pytest.approx(s / exact, rel=5e-3, abs=6e-3)
+        assert float(neg) == pytest.approx(100 * n, abs=0.6)
+
+
+def test_drift_panel_default_is_the_seed():
+    text, fig = kl_drift_panel().update()
+    plt.close(fig)
+    assert "exact KL(pi || pi_ref) = 0.0502" in text
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[3:]}
+    assert (rows["k1"][1], rows["k1"][5], rows["k1"][7]) == ("0.0497", "0.3221", "44")
+    assert (rows["k2"][1], rows["k2"][5], rows["k2"][7]) == ("0.0531", "0.0744", "0")
+    assert (rows["k3"][1], rows["k3"][5], rows["k3"][7]) == ("0.0505", "0.0697", "0")
+
+
+def test_drift_panel_every_position(monkeypatch):
+    monkeypatch.setattr(plots, "kl_drift_figure", lambda *a, **k: None)
+    p = kl_drift_panel()
+    for value in p.controls["drift"].values():
+        text, fig = p.update(drift=value)
+        _check_drift_text(value, text)
+
+
+def test_drift_panel_ends_draw_the_bias_and_spread():
+    p = kl_drift_panel()
+    for value in (0.1, 2.0):
+        text, fig = p.update(drift=value)
+        exact, stats = _seed_stats(value)
+        ax_hist, ax_bias, ax_std = fig.axes[0], fig.axes[1], fig.axes[2]
+        assert [b.get_height() for b in ax_bias.patches] == pytest.approx(
+            [(stats[k][0] - exact) / exact for k in ("k1", "k2", "k3")], rel=1e-3, abs=1e-4)
+        assert [b.get_height() for b in ax_std.patches] == pytest.approx(
+            [stats[k][1] / exact for k in ("k1", "k2", "k3")], rel=1e-3)
+        plt.close(fig)
+    with pytest.raises(ValueError, match="drift"):
+        p.update(drift=0.0)
+
+
+def _controller(target, adaptive, steps=3000):
+    """Plain loop with the same seeded draws: N(mu, 1) policy, N(0, 1) reference, reward 0.05 x."""
+    gen = torch.Generator().manual_seed(0)
+    mu, beta, kls = 0.0, 0.2, []
+    for _ in range(steps):
+        beta_used = beta                                                    # the beta of this step
+        mu += 0.5 * (0.05 - beta * mu)
+        kls.append(mu * mu / 2)
+        if adaptive:
+            x = mu + torch.randn(1, 64, generator=gen, dtype=torch.float64)
+            measured = float((-0.5 * (x - mu) ** 2 + 0.5 * x ** 2).mean())
+            e = min(max(measured / target - 1, -0.2), 0.2)
+            beta = beta * (1 + e * 64 / 10000)
+    return beta_used, sum(kls[-500:]) / 500
+
+
+def test_adaptive_panel_every_target(monkeypatch):
+    monkeypatch.setattr(plots, "adaptive_kl_plot", lambda *a, **k: None)
+    p = adaptive_kl_panel()
+    for value in p.controls["target_kl"].values():
+        text, fig = p.update(target_kl=value)
+        lines = text.splitlines()
+        assert lines[0] == f"target KL = {value:g}"
+        ada, fix = lines[3].split(), lines[4].split()
+        beta, kl_tail = _controller(value, True)
+        assert float(ada[1]) == pytest.approx(beta, abs=6e-5)
+        assert float(ada[2]) == pytest.approx(kl_tail, abs=6e-5)
+        assert abs(kl_tail / value - 1) < 0.06                              # within 6% of every target
+        assert float(fix[2]) == pytest.approx(0.05 ** 2 / (2 * 0.04), abs=6e-5)
+
+
+def test_adaptive_panel_ends_draw_beta_and_kl():
+    p = adaptive_kl_panel()
+    for value in (0.01, 0.2):
+        text, fig = p.update(target_kl=value)
+        ax_beta, ax_kl = fig.axes
+        beta_line = ax_beta.lines[0].get_ydata()
+        assert beta_line[0] == 0.2 and len(beta_line) == 3000
+        assert any(line.get_ydata()[0] == value for line in ax_kl.lines)   # the target line
+        plt.close(fig)
