@@ -263,3 +263,45 @@ def sapo_gate_panel() -> Panel:
 
     return panel(sapo_gate_view, tau_pos=Slider(1.0, 0.5, 2.0, 0.05),
                  tau_neg=Slider(1.05, 0.5, 2.0, 0.05))
+
+
+# ---- chapter 03 ----
+
+AGG_PANEL_MAX_LEN = 4096          # Dr. GRPO's constant L_max in the chapter-03 panel (a generation budget)
+
+
+def aggregation_panel() -> Panel:
+    """Chapter 03's panel: each response's reward and length -> per-token and whole-response weights
+    of all four aggregation modes (defaults: the seed's group, rewards [1,0,0,1], lengths
+    [200,50,2000,400])."""
+    from .plots import aggregation_view
+
+    rewards = (1.0, 0.0, 0.0, 1.0)
+    lengths = (200, 50, 2000, 400)
+    controls = {}
+    for i in range(4):
+        controls[f"R{i}"] = Slider(rewards[i], 0.0, 1.0, 0.25)
+        controls[f"L{i}"] = Slider(lengths[i], 50, 4000, 50, integer=True)
+
+    def view(**v):
+        return aggregation_view([v[f"R{i}"] for i in range(4)], [v[f"L{i}"] for i in range(4)],
+                                AGG_PANEL_MAX_LEN)
+
+    return panel(view, **controls)
+
+
+# ---- chapter 04 ----
+
+def kl_drift_panel() -> Panel:
+    """Chapter 04's drift panel: how far the policy's logits are moved from the reference's
+    (the seed used 0.3) -> each estimator's bias and spread."""
+    from .plots import kl_drift_view
+
+    return panel(kl_drift_view, drift=Slider(0.3, 0.1, 2.0, 0.1))
+
+
+def adaptive_kl_panel() -> Panel:
+    """Chapter 04's controller panel: the target KL -> beta and KL over training, adaptive vs fixed."""
+    from .plots import adaptive_kl_view
+
+    return panel(adaptive_kl_view, target_kl=Slider(0.1, 0.01, 0.2, 0.01))

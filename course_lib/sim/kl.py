@@ -1,0 +1,204 @@
+"""Chapter 04's experiments: the k1/k2/k3 estimators on a sampled vocabulary, their expected gradients
+as losses by exact enumeration, the adaptive KL controller on a toy policy, and verl's clamps.
+
+Every KL here is about a policy pi (the sampler) and a reference pi_ref. The estimators estimate the
+reverse KL(pi || pi_ref) from tokens sampled from pi (``course_lib.kl``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .. import kl as kl_lib
+
+KINDS = ("k1", "k2", "k3")
+
+
+# --------------------------------------------------------------------------------------------
+# the seed's experiment: one position, V tokens, many samples
+# --------------------------------------------------------------------------------------------
+
+def drifted_pair(V: int, drift: float, seed: int = 0, dtype=torch.float32) -> tuple[Tensor, Tensor]:
+    """Probabilities (pi, pi_ref) [V] of a reference softmax(randn) and a policy whose logits add drift * randn.
+
+    The seed's construction, draw for draw: manual_seed(seed), pi_ref = softmax(randn(V)),
+    pi = softmax(log pi_ref + drift * randn(V)). drift = 0 gives pi == pi_ref.
+    """
+    if not isinstance(V, int) or isinstance(V, bool) or V < 2:
+        raise ValueError(f"V must be an int >= 2, got {V!r}")
+    if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not drift >= 0:
+        raise ValueError(f"drift must be a number >= 0, got {drift!r}")
+    torch.manual_seed(seed)
+    p_ref = torch.randn(V).softmax(-1)
+    p = (p_ref.log() + drift * torch.randn(V)).softmax(-1)
+    return p.to(dtype), p_ref.to(dtype)
+
+
+@dataclass(frozen=True)
+class EstimatorStats:
+    """One estimator over the samples: mean, std (Bessel), share of negative values."""
+    mean: float
+    std: float
+    negative: float
+
+
+@dataclass(frozen=True)
+class SampledKL:
+    exact: float                         # KL(pi || pi_ref), summed over the vocabulary
+    stats: dict                          # kind -> EstimatorStats
+    log_r: Tensor                        # [n] log(pi_ref / pi) of the sampled tokens
+
+
+def sampled_kl(V: int = 1000, drift: float = 0.3, n: int = 100_000, seed: int = 0) -> SampledKL:
+    """The seed's experiment: n tokens drawn from pi (global generator, after ``drifted_pair``), each
+    scored by k1/k2/k3; defaults reproduce the seed's printed figures."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    p, p_ref = drifted_pair(V, drift, seed)
+    logp, ref_logp = p.log(), p_ref.log()
+    exact = float(kl_lib.categorical_kl(logp, ref_logp))
+    x = torch.multinomial(p, n, replacement=True)                           # [n] tokens sampled from pi
+    tok_logp, tok_ref = logp[x][None, :], ref_logp[x][None, :]              # [1, n]
+    stats = {}
+    for kind in KINDS:
+        k = kl_lib.kl_estimate(tok_logp, tok_ref, kind=kind)[0]             # [n]
+        stats[kind] = EstimatorStats(float(k.mean()), float(k.std()), float((k < 0).float().mean()))
+    return SampledKL(exact, stats, (tok_ref - tok_logp)[0])
+
+
+# --------------------------------------------------------------------------------------------
+# expected gradient of each estimator used as a loss, by exact enumeration
+# --------------------------------------------------------------------------------------------
+
+def expected_loss_gradients(V: int = 50, drift: float = 0.3, seed: int = 0) -> dict[str, Tensor]:
+    """Gradients [V] with respect to the policy's logits, in float64, summed exactly over all V tokens.
+
+    "k1" / "k2" / "k3": E_{x~pi}[grad k(x)], the estimator differentiated with the token x held fixed
+    (what a per-token KL loss does); "k1 in reward": E_{x~pi}[k1(x) grad log pi(x)], k1 detached and
+    used as a (negative) reward through the score function; "reverse": grad KL(pi || pi_ref);
+    "forward": grad KL(pi_ref || pi).
+    """
+    p, p_ref = drifted_pair(V, drift, seed, torch.float64)
+    theta = p.log().requires_grad_(True)                                    # logits of pi [V]
+    ref_logp = (p_ref / p_ref.sum()).log()                                  # renormalised in float64
+
+    def grad(f):
+        (g,) = torch.autograd.grad(f(theta.log_softmax(-1)), theta)
+        return g
+
+    out = {}
+    for kind in KINDS:                                                      # token x: weight pi(x), not differentiated
+        out[kind] = grad(lambda logp: (logp.exp().detach() *
+                                       kl_lib.kl_estimate(logp[None], ref_logp[None], kind=kind)[0]).sum())
+    out["k1 in reward"] = grad(lambda logp: (logp.exp().detach() * (logp - ref_logp).detach() * logp).sum())
+    out["reverse"] = grad(lambda logp: kl_lib.categorical_kl(logp, ref_logp))
+    out["forward"] = grad(lambda logp: kl_lib.categorical_kl(ref_logp, logp))
+    return out
+
+
+def relative_gap(a: Tensor, b: Tensor) -> float:
+    """|a - b| / |b| (Euclidean norms)."""
+    return float((a - b).norm() / b.norm())
+
+
+# --------------------------------------------------------------------------------------------
+# the adaptive KL controller on a toy policy
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ControllerRun:
+    beta: Tensor          # [steps] beta used at each step
+    kl: Tensor            # [steps] true KL(pi || pi_ref) after each step
+    kl_measured: Tensor   # [steps] what the controller saw (k1 mean over n_samples, or the true KL)
+
+
+def adaptive_kl_run(target_kl: float, steps: int = 3000, beta0: float = 0.2, reward_slope: float = 0.05,
+                    lr: float = 0.5, n_samples: int = 64, horizon: int = 10000, adaptive: bool = True,
+                    seed: int = 0) -> ControllerRun:
+    """A one-parameter policy pi = N(mu, 1), reference N(0, 1), reward slope * x, trained with the KL
+    in the reward: each step ascends slope * mu - beta * KL with KL = mu^2 / 2 (exact gradient), then
+    measures KL as the mean k1 of ``n_samples`` draws from pi (n_samples = 0: the exact KL) and
+    updates beta with ``kl.adaptive_kl_update`` (n_steps = n_samples or 64). ``adaptive=False``: fixed beta
+    (nothing measured: kl_measured is the true KL).
+
+    Without noise the policy settles at mu = slope / beta, KL = slope^2 / (2 beta^2).
+    """
+    if not isinstance(target_kl, (int, float)) or isinstance(target_kl, bool) or not target_kl > 0:
+        raise ValueError(f"target_kl must be a number > 0, got {target_kl!r}")
+    gen = torch.Generator().manual_seed(seed)
+    mu, beta = 0.0, float(beta0)
+    betas, kls, measured = [], [], []
+    for _ in range(steps):
+        betas.append(beta)
+        mu += lr * (reward_slope - beta * mu)                               # d/dmu (slope mu - beta mu^2/2)
+        kls.append(mu * mu / 2)
+        if n_samples and adaptive:                                          # a fixed beta needs no measurement
+            x = mu + torch.randn(1, n_samples, generator=gen, dtype=torch.float64)    # [1, n] ~ pi
+            logp, ref_logp = -0.5 * (x - mu) ** 2, -0.5 * x ** 2             # log densities (same constant)
+            kl_now = float(kl_lib.kl_k1(logp, ref_logp).mean())
+        else:
+            kl_now = mu * mu / 2
+        measured.append(kl_now)
+        if adaptive:
+            beta = kl_lib.adaptive_kl_update(beta, kl_now, float(target_kl), n_samples or 64, horizon)
+    f64 = torch.float64
+    return ControllerRun(torch.tensor(betas, dtype=f64), torch.tensor(kls, dtype=f64), torch.tensor(measured, dtype=f64))
+
+
+# --------------------------------------------------------------------------------------------
+# where verl clips
+# --------------------------------------------------------------------------------------------
+
+VERL_K3_LOG_RATIO_CLAMP = 20.0
+VERL_K3_VALUE_CAP = 10.0
+
+
+def verl_kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str) -> Tensor:
+    """verl 0.9.1's per-token KL (``core_algos.kl_penalty_forward``), restated: k1 and k2 with no clamp;
+    k3 ("low_var_kl") with log r clamped to [-20, 20] and the value clamped to [-10, 10], so a token
+    whose k3 exceeds 10 gets a gradient of 0. Estimates KL(pi || pi_ref), tokens sampled from pi."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    log_r = ref_logp - logp
+    if kind == "k1":
+        return -log_r
+    if kind == "k2":
+        return 0.5 * log_r ** 2
+    log_r = log_r.clamp(-VERL_K3_LOG_RATIO_CLAMP, VERL_K3_LOG_RATIO_CLAMP)
+    return (log_r.exp() - log_r - 1).clamp(-VERL_K3_VALUE_CAP, VERL_K3_VALUE_CAP)
+
+
+def clamp_comparison(log_ratios) -> dict[str, Tensor]:
+    """For tokens with the given log r = log pi_ref - log pi: each estimator's value and its gradient
+    d k / d logp, in course_lib and in verl. -> {"course k1": [N], "course d k1": [N], "verl k1": ...}."""
+    log_r = torch.as_tensor(log_ratios, dtype=torch.float64)
+    out = {}
+    for who, fn in (("course", lambda lp, ref, k: kl_lib.kl_estimate(lp, ref, kind=k)),
+                    ("verl", verl_kl_penalty)):
+        for kind in KINDS:
+            logp = torch.zeros(1, log_r.numel(), dtype=torch.float64, requires_grad=True)
+            value = fn(logp, log_r[None, :], kind)                          # ref_logp = log r, logp = 0
+            (g,) = torch.autograd.grad(value.sum(), logp)
+            out[f"{who} {kind}"] = value.detach()[0]
+            out[f"{who} d{kind}"] = g[0]
+    return out
+
+
+def verl_k3_cap_bounds() -> tuple[float, float]:
+    """The two log r where k3 = (r - 1) - log r reaches verl's cap of 10 (bisection, float64):
+    beyond them verl's k3 is constant and its gradient 0."""
+    def k3(x):
+        return torch.expm1(torch.tensor(x, dtype=torch.float64)).item() - x
+
+    bounds = []
+    for lo, hi in ((-VERL_K3_VALUE_CAP - 2, 0.0), (0.0, 5.0)):              # k3 monotone on each side of 0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if (k3(mid) > VERL_K3_VALUE_CAP) == (lo < 0 and hi <= 0):
+                lo = mid
+            else:
+                hi = mid
+        bounds.append((lo + hi) / 2)
+    return bounds[0], bounds[1]

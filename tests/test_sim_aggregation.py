@@ -1,0 +1,103 @@
+"""course_lib.sim.aggregation (chapter 03): token and response weights of the four modes, against a
+slow closed-form reference written here (plain Python, nothing from course_lib), and the seed's and
+the RLHF book's printed figures."""
+import math
+import random
+
+import pytest
+import torch
+
+from course_lib.sim import aggregation as sa
+
+SEED_R = [1.0, 0.0, 0.0, 1.0]
+SEED_L = [200, 50, 2000, 400]
+
+
+def ref_adv(rewards):
+    """GRPO advantage of one group: (R - mean) / (Bessel std + 1e-6); an all-equal group gets 0."""
+    n = len(rewards)
+    mean = sum(rewards) / n
+    if all(r == rewards[0] for r in rewards):
+        return [0.0] * n
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (n - 1))
+    return [(r - mean) / (std + 1e-6) for r in rewards]
+
+
+def ref_alpha(lengths, mode, max_len):
+    """Closed-form weight alpha of one token of each response (fact sheet §2)."""
+    B, N = len(lengths), sum(lengths)
+    L = max(lengths) if max_len is None else max_len
+    return {"token-mean": [1 / N] * B,
+            "seq-mean-token-mean": [1 / (B * n) for n in lengths],
+            "seq-mean-token-sum": [1 / B] * B,
+            "seq-mean-token-sum-norm": [1 / (B * L)] * B}[mode]
+
+
+def ref_weights(rewards, lengths, mode, max_len=None):
+    adv = ref_adv(rewards)
+    alpha = ref_alpha(lengths, mode, max_len)
+    per_token = [a * w for a, w in zip(adv, alpha)]
+    return per_token, [p * n for p, n in zip(per_token, lengths)]
+
+
+def test_seed_weight_table_to_the_printed_digit():
+    seq = sa.response_weights(SEED_R, SEED_L, "seq-mean-token-mean")
+    tok = sa.response_weights(SEED_R, SEED_L, "token-mean")
+    assert [f"{a:+.2f}" for a in seq.adv.tolist()] == ["+0.87", "-0.87", "-0.87", "+0.87"]
+    assert [f"{w:+.2e}" for w in seq.per_token.tolist()] == ["+1.08e-03", "-4.33e-03", "-1.08e-04", "+5.41e-04"]
+    assert [f"{w:+.2e}" for w in tok.per_token.tolist()] == ["+3.27e-04"] + ["-3.27e-04"] * 2 + ["+3.27e-04"]
+    assert [f"{w:+.3f}" for w in seq.whole.tolist()] == ["+0.217", "-0.217", "-0.217", "+0.217"]
+    assert [f"{w:+.3f}" for w in tok.whole.tolist()] == ["+0.065", "-0.016", "-0.654", "+0.131"]
+
+
+@pytest.mark.parametrize("mode", sa.MODES)
+@pytest.mark.parametrize("max_len", [None, 4096])
+def test_weights_match_the_closed_form_on_random_groups(mode, max_len):
+    rng = random.Random(hash(mode) % 1000)
+    for _ in range(20):
+        G = rng.randint(2, 6)
+        rewards = [rng.choice([0.0, 0.25, 0.5, 1.0]) for _ in range(G)]
+        lengths = [rng.randint(1, 300) for _ in range(G)]
+        w = sa.response_weights(rewards, lengths, mode, max_len)
+        per_token, whole = ref_weights(rewards, lengths, mode, max_len)
+        assert w.per_token.tolist() == pytest.approx(per_token, rel=1e-5, abs=1e-12)
+        assert w.whole.tolist() == pytest.approx(whole, rel=1e-5, abs=1e-12)
+
+
+def test_length_sweep_moves_only_the_chosen_response():
+    sweep = [50, 500, 4000]
+    per_tok, whole = sa.length_sweep(SEED_R, SEED_L, 2, sweep, "seq-mean-token-mean", 4096)
+    for k, n in enumerate(sweep):
+        lens = list(SEED_L)
+        lens[2] = n
+        p, w = ref_weights(SEED_R, lens, "seq-mean-token-mean", 4096)
+        assert float(per_tok[k]) == pytest.approx(p[2], rel=1e-6)
+        assert float(whole[k]) == pytest.approx(w[2], rel=1e-6)
+    # the chapter's claim: seq-mean's per-token push at 4000 tokens is 1/80 of that at 50
+    assert float(per_tok[0] / per_tok[-1]) == pytest.approx(80.0)
+
+
+def test_rlhf_book_example():
+    g = sa.rlhf_book_gradients()
+    assert g["seq-mean-token-mean"] == pytest.approx((2 / 8, 2 / 14))
+    assert g["seq-mean-token-sum-norm"] == pytest.approx((2 / 14, 2 / 14))
+    assert g["token-mean"] == pytest.approx((2 / 11, 2 / 11))
+    assert [f"{x:.4f}" for x in g["seq-mean-token-mean"]] == ["0.2500", "0.1429"]
+    assert f"{g['token-mean'][0]:.4f}" == "0.1818"
+    no_adv = sa.rlhf_book_gradients(include_advantage=False)
+    assert f"{no_adv['token-mean'][0]:.4f}" == "0.0909"
+
+
+@pytest.mark.parametrize("lengths, word", [([0, 3], "lengths"), ([[1, 2]], "lengths"), ([1.5, 2.0], "lengths")])
+def test_length_mask_rejects_bad_lengths(lengths, word):
+    with pytest.raises(ValueError, match=word):
+        sa.length_mask(torch.tensor(lengths))
+
+
+def test_response_weights_rejects_mismatched_inputs_and_unknown_modes():
+    with pytest.raises(ValueError, match="same length"):
+        sa.response_weights([1.0, 0.0, 1.0], [10, 20], "token-mean")
+    with pytest.raises(ValueError, match="mode"):
+        sa.response_weights([1.0, 0.0], [10, 20], "mean")
+    with pytest.raises(ValueError, match="width"):
+        sa.length_mask([10, 20], width=5)

@@ -1,0 +1,157 @@
+"""course_lib.sim.kl (chapter 04): the seed's KL experiment to the printed digit, the expected gradients
+by enumeration against closed forms, the adaptive controller against a plain-Python loop, and verl's
+clamps against hand-computed values. The references here import nothing from course_lib."""
+import math
+
+import pytest
+import torch
+
+from course_lib.sim import kl as sk
+
+
+# ---- the seed's experiment ----
+
+def test_seed_experiment_to_the_printed_digit():
+    run = sk.sampled_kl(V=1000, drift=0.3, n=100_000, seed=0)
+    st = run.stats
+    assert f"{run.exact:.4f}" == "0.0502"
+    assert [f"{st['k1'].mean:.4f}", f"{st['k1'].std:.4f}", f"{st['k1'].negative:.0%}"] == ["0.0497", "0.3221", "44%"]
+    assert [f"{st['k2'].mean:.4f}", f"{st['k2'].std:.4f}", f"{st['k2'].negative:.0%}"] == ["0.0531", "0.0744", "0%"]
+    assert [f"{st['k3'].mean:.4f}", f"{st['k3'].std:.4f}", f"{st['k3'].negative:.0%}"] == ["0.0505", "0.0697", "0%"]
+
+
+def test_seed_experiment_against_the_seed_code_and_plain_python():
+    # the seed's own lines, verbatim in torch, then each statistic again in plain Python
+    torch.manual_seed(0)
+    V = 1000
+    p_ref = torch.randn(V).softmax(-1)
+    q = (p_ref.log() + 0.3 * torch.randn(V)).softmax(-1)
+    x = torch.multinomial(q, 100_000, replacement=True)
+    r = (p_ref[x] / q[x]).tolist()
+    qs, ps = q.tolist(), p_ref.tolist()
+    exact = sum(a * math.log(a / b) for a, b in zip(qs, ps))
+    run = sk.sampled_kl()
+    assert run.exact == pytest.approx(exact, rel=1e-5)
+    for kind, f in (("k1", lambda v: -math.log(v)), ("k2", lambda v: math.log(v) ** 2 / 2),
+                    ("k3", lambda v: (v - 1) - math.log(v))):
+        vals = [f(v) for v in r]
+        mean = sum(vals) / len(vals)
+        std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+        neg = sum(v < 0 for v in vals) / len(vals)
+        s = run.stats[kind]
+        assert s.mean == pytest.approx(mean, rel=1e-4, abs=1e-6)
+        assert s.std == pytest.approx(std, rel=1e-4)
+        assert s.negative == pytest.approx(neg, abs=1e-4)
+
+
+def test_drift_zero_means_no_kl_and_bad_arguments_are_named():
+    p, p_ref = sk.drifted_pair(20, 0.0)
+    assert torch.allclose(p, p_ref)
+    for kwargs, word in (({"V": 1}, "V"), ({"drift": -0.1}, "drift"), ({"n": 1}, "n")):
+        with pytest.raises(ValueError, match=word):
+            sk.sampled_kl(**kwargs)
+
+
+# ---- expected gradients by enumeration ----
+
+def _closed_forms(pi, ref):
+    """Gradients with respect to the logits, from the fact sheet's formulas (§5.2)."""
+    V = len(pi)
+    rev_kl = sum(a * math.log(a / b) for a, b in zip(pi, ref))
+    reverse = [pi[j] * (math.log(pi[j] / ref[j]) - rev_kl) for j in range(V)]      # grad KL(pi || ref)
+    forward = [pi[j] - ref[j] for j in range(V)]                                     # grad KL(ref || pi)
+    return reverse, forward
+
+
+@pytest.mark.parametrize("drift", [0.1, 0.3, 1.0])
+def test_expected_gradients_are_zero_reverse_and_forward(drift):
+    g = sk.expected_loss_gradients(V=50, drift=drift, seed=0)
+    pi, ref = sk.drifted_pair(50, drift, 0, torch.float64)
+    pi, ref = pi.tolist(), ref.tolist()
+    pi, ref = [v / sum(pi) for v in pi], [v / sum(ref) for v in ref]        # exact distributions in float64
+    reverse, forward = _closed_forms(pi, ref)
+    assert g["k1"].abs().max() < 1e-15
+    assert g["k2"].tolist() == pytest.approx(reverse, abs=1e-13)
+    assert g["k1 in reward"].tolist() == pytest.approx(reverse, abs=1e-13)
+    assert g["reverse"].tolist() == pytest.approx(reverse, abs=1e-13)
+    assert g["k3"].tolist() == pytest.approx(forward, abs=1e-13)
+    assert g["forward"].tolist() == pytest.approx(forward, abs=1e-13)
+
+
+def test_forward_and_reverse_gradients_part_as_the_policy_drifts():
+    gaps = []
+    for d in (0.1, 0.3, 1.0):
+        g = sk.expected_loss_gradients(V=50, drift=d)
+        gaps.append(sk.relative_gap(g["forward"], g["reverse"]))
+    assert [f"{x:.3f}" for x in gaps] == ["0.032", "0.112", "0.727"]
+
+
+# ---- adaptive KL controller ----
+
+def _ref_controller(target, steps, beta0=0.2, slope=0.05, lr=0.5, n=64, horizon=10000, adaptive=True):
+    """Noise-free reference: exact KL = mu^2 / 2 measured each step."""
+    mu, beta, betas, kls = 0.0, beta0, [], []
+    for _ in range(steps):
+        betas.append(beta)
+        mu += lr * (slope - beta * mu)
+        kls.append(mu * mu / 2)
+        if adaptive:
+            e = min(max(kls[-1] / target - 1, -0.2), 0.2)
+            beta = beta * (1 + e * n / horizon)
+    return betas, kls
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_controller_run_matches_plain_python_without_noise(adaptive):
+    run = sk.adaptive_kl_run(0.1, steps=400, n_samples=0, adaptive=adaptive)
+    betas, kls = _ref_controller(0.1, 400, adaptive=adaptive)
+    assert run.beta.tolist() == pytest.approx(betas, rel=1e-12)
+    assert run.kl.tolist() == pytest.approx(kls, rel=1e-12)
+
+
+@pytest.mark.parametrize("target", [0.01, 0.03, 0.1, 0.2])
+def test_controller_with_sampled_kl_reaches_the_target_fixed_beta_does_not(target):
+    ada = sk.adaptive_kl_run(target)
+    fix = sk.adaptive_kl_run(target, adaptive=False)
+    assert abs(float(ada.kl[-500:].mean()) / target - 1) < 0.06
+    assert float(fix.kl[-1]) == pytest.approx(0.05 ** 2 / (2 * 0.2 ** 2))
+    assert torch.equal(ada.beta, sk.adaptive_kl_run(target).beta)           # seeded: reproducible
+    # measured KL is the k1 mean of 64 draws: unbiased around the true KL
+    assert float(ada.kl_measured[-1000:].mean()) == pytest.approx(float(ada.kl[-1000:].mean()), rel=0.1)
+
+
+def test_controller_rejects_a_bad_target():
+    with pytest.raises(ValueError, match="target_kl"):
+        sk.adaptive_kl_run(0.0)
+
+
+# ---- verl's clamps ----
+
+def test_clamp_comparison_hand_values():
+    c = sk.clamp_comparison([1.0, 3.0, 25.0, -12.0])
+    e = math.e
+    # inside the caps both agree: k3 = e - 2, d k3 / d logp = 1 - r
+    assert float(c["course k3"][0]) == pytest.approx(e - 2) and float(c["verl k3"][0]) == pytest.approx(e - 2)
+    assert float(c["course dk3"][0]) == pytest.approx(1 - e) and float(c["verl dk3"][0]) == pytest.approx(1 - e)
+    # log r = 3: verl caps at 10 with gradient 0, course_lib keeps e^3 - 4 and 1 - e^3
+    assert float(c["verl k3"][1]) == 10.0 and float(c["verl dk3"][1]) == 0.0
+    assert float(c["course k3"][1]) == pytest.approx(e ** 3 - 4) and float(c["course dk3"][1]) == pytest.approx(1 - e ** 3)
+    # log r = 25: course_lib clamps log r at 20 for every estimator (gradient 0), verl leaves k1, k2 alone
+    assert float(c["course k1"][2]) == -20.0 and float(c["course dk1"][2]) == 0.0
+    assert float(c["verl k1"][2]) == -25.0 and float(c["verl dk1"][2]) == 1.0
+    assert float(c["course k2"][2]) == 200.0 and float(c["verl k2"][2]) == 312.5 and float(c["verl dk2"][2]) == -25.0
+    assert float(c["course k3"][2]) == pytest.approx(math.exp(20) - 21)
+    # log r = -12: k3 = e^-12 + 11 > 10, so verl caps it there too
+    assert float(c["verl k3"][3]) == 10.0 and float(c["course k3"][3]) == pytest.approx(math.exp(-12) + 11)
+
+
+def test_verl_k3_cap_bounds_solve_k3_equal_10():
+    lo, hi = sk.verl_k3_cap_bounds()
+    for x in (lo, hi):
+        assert math.expm1(x) - x == pytest.approx(10.0, abs=1e-9)
+    assert lo < 0 < hi and f"{hi:.4f}" == "2.6109" and f"{lo:.2f}" == "-11.00"
+
+
+def test_verl_kl_penalty_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="kind"):
+        sk.verl_kl_penalty(torch.zeros(1, 1), torch.zeros(1, 1), "k4")
