@@ -150,3 +150,18 @@ def group_advantage_panel(max_group: int = 6) -> Panel:
         return group_advantage_view([r[f"r{i}"] for i in range(G)])
 
     return panel(view, G=Slider(4, 2, max_group, 1, integer=True), **rewards)
+
+
+# ---- chapter 09 ----
+def normaliser_panel() -> Panel:
+    """Chapter 09's panel: four responses, the last one's length, Dr. GRPO's L_max and the number of
+    micro-batches set by sliders; each framework's per-token and per-response weights."""
+    from .plots import normaliser_view
+
+    def view(long_len, max_len, micro_batches):
+        L = max(max_len, long_len)                   # a generation budget covers every response
+        return normaliser_view([2, 4, 6, long_len], micro_batches=micro_batches, max_len=L, T=L)
+
+    return panel(view, long_len=Slider(12, 1, 32, 1, integer=True),
+                 max_len=Slider(32, 8, 64, 8, integer=True),
+                 micro_batches=Choice(2, (1, 2, 4)))
