@@ -299,7 +299,7 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
     if mode == "vanilla":
         c = k.get("dual_clip")
         out.append((A + "clip_ratio_c", 1e9 if c is None else c,
-                    "dual clip is always on in verl: a huge c turns it off" if c is None else ""))
+                    "always on in verl; a huge c turns it off" if c is None else ""))
     if cfg.kl_coef > 0:
         out += [(A + "use_kl_loss", True, ""), (A + "kl_loss_coef", cfg.kl_coef, ""),
                 (A + "kl_loss_type", VERL_KL[cfg.kl_estimator], cfg.kl_estimator)]
@@ -317,9 +317,9 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
                 ("algorithm.rollout_correction.rollout_is_threshold", cfg.correction_cap, "")]
         if cfg.correction == "mis":
             rs = "token_k1" if cfg.correction_level == "token" else "seq_sum_k1"
-            out += [("algorithm.rollout_correction.rollout_rs", rs, "reject above the cap"),
+            out += [("algorithm.rollout_correction.rollout_rs", rs, "rejected tokens leave the token mean"),
                     ("algorithm.rollout_correction.rollout_rs_threshold", f"0.001_{cfg.correction_cap}",
-                     "lower_upper; rejected tokens leave the denominator")]
+                     "lower_upper")]
     if cfg.old_logp_source == "sampler":
         out.append(("algorithm.rollout_correction.bypass_mode", True, "pi_old := the sampler's log-probs"))
         if mode == "vanilla":
@@ -335,8 +335,8 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
 
 def _mismatch_note(cfg) -> list:
     if cfg.mismatch == "stale":
-        return [("# stale sampler", None, f"the toy's sampler is {cfg.stale_steps} optimiser step(s) "
-                 "behind: asynchronous rollout at scale")]
+        return [("# stale sampler", None, f"{cfg.stale_steps} optimiser step(s) behind in the toy; "
+                 "asynchronous rollout at scale")]
     if cfg.mismatch in ("noise", "bf16"):
         return [("# mismatch", None, f"faked in the toy ({cfg.mismatch}); at scale the engine's "
                  "kernels and precision make it")]
@@ -464,3 +464,24 @@ def agreement_failures(checks: dict, tol: float = 1e-8) -> list[str]:
             if d is not None and not d <= tol and not allowed:
                 bad.append(f"{name} [{field}] = {d:.2e}")
     return bad
+
+
+def comparison_text(comp, base, framework: str) -> str:
+    """One chapter-07 comparison in one framework: per variant, the settings that differ from what
+    every variant shares (``verl_text`` / ``trl_text`` give a variant's full list)."""
+    if framework not in ("verl", "TRL"):
+        raise ValueError(f"framework must be 'verl' or 'TRL', got {framework!r}")
+    fn = to_verl if framework == "verl" else to_trl
+    shared, diff = variant_diff({label: fn(c) for label, c in comp.configs(base, seed=base.seed).items()})
+
+    def line(key, v, note):
+        if key.startswith("#"):
+            return f"# {key.lstrip('# ')}: {note}"
+        value = v if framework == "verl" and isinstance(v, str) else _fmt(v)
+        return f"{key}={value}" + (f"  # {note}" if note else "")
+
+    out = [f"[{framework}] {len(shared)} settings shared by every variant; the rest:"]
+    for label, rows in diff.items():
+        out.append(f"  {label}:")
+        out += [f"    {line(*r)}" for r in rows] or ["    (nothing else)"]
+    return "\n".join(out)

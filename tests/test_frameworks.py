@@ -269,3 +269,18 @@ def test_agreement_failures_catch_an_undocumented_or_a_wrong_field():
     assert len(bad) == 2 and bad[0].startswith("KL: k3 [value]") and "[value]" in bad[1]
     with pytest.raises(ValueError, match="peer-test"):
         fw.load_agreement(ROOT / "notebooks/data/toy_aggregation.json")
+
+
+def test_comparison_text_lists_only_what_differs_between_variants():
+    text = fw.comparison_text(COMPARISONS["aggregation"], BASE, "verl")
+    lines = text.splitlines()
+    assert lines[1:] == ["  seq-mean-token-mean:", f"    {A}loss_agg_mode=seq-mean-token-mean",
+                         "  token-mean:", f"    {A}loss_agg_mode=token-mean"]
+    n_shared = len(fw.to_verl(BASE)) - 1
+    assert lines[0].startswith(f"[verl] {n_shared} settings shared")
+    text = fw.comparison_text(COMPARISONS["aggregation"], BASE, "TRL")
+    assert "loss_type='grpo'  # seq-mean-token-mean" in text and "loss_type='dapo'" in text
+    stale = fw.comparison_text(COMPARISONS["stale_sampler"], BASE, "TRL")
+    assert "vllm_importance_sampling_mode='token_mask'" in stale
+    with pytest.raises(ValueError, match="framework"):
+        fw.comparison_text(COMPARISONS["aggregation"], BASE, "OpenRLHF")
