@@ -37,12 +37,14 @@ class Setting:
     values: str | None = None
 
     def markdown(self) -> str:
+        """`name` = `choice`, ... (default `x`; a remark): choices are backticked, remarks are not."""
         out = f"`{self.name}`"
-        if self.values:
+        listed = bool(self.values and "`" in self.values)
+        if listed:
             out += f" = {self.values}"
-        if self.default is not None:
-            out += f" (default `{self.default}`)"
-        return out
+        notes = ([f"default `{self.default}`"] if self.default is not None else []) + \
+                ([self.values] if self.values and not listed else [])
+        return out + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ KNOBS: tuple[Knob, ...] = (
          openrlhf=(S("--actor.eps_clip", "0.2"),)),
     Knob("eps_high (Clip-Higher)", "05_ratios_and_clipping",
          verl=(S("actor.clip_ratio_high", "0.2"),),
-         trl=(S("epsilon_high", "None", "None = epsilon"),),
+         trl=(S("epsilon_high", "None", "then = epsilon"),),
          openrlhf=(S("--actor.eps_clip_low_high", None, "second value"),),
          note='for `loss_type="cispo"` TRL\'s `epsilon_high` is an absolute cap on the weight, '
               "not a distance from 1."),
