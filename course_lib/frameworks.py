@@ -1,0 +1,489 @@
+"""From the course's knobs to verl, TRL and OpenRLHF: chapter 09's data and translations.
+
+Three things live here, all as data a test can check (fact sheet §2, §3, §5.3, §6.3-6.5, §8, §9):
+
+    KNOBS         each concept of the course with its name and default in the three frameworks
+    NORMALISERS   each framework's aggregation setting, expressed through course_lib.aggregation
+    to_verl / to_trl   a chapter-07 ToyConfig -> the settings that run the same recipe at scale
+
+plus the notes on where one number means different things, and the reader of the stored peer test
+(notebooks/data/verl_agreement.json, written by tests/test_peer_verl.py).
+"""
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from .aggregation import token_weights
+from .masking import check_tensor
+
+FRAMEWORKS = ("verl", "TRL", "OpenRLHF")
+
+
+# ----------------------------------------------------------------------------------------------
+# the knob table
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    """One framework setting: its name as the framework spells it, its default (None: not stated or
+    no single default), and values worth naming."""
+    name: str
+    default: str | None = None
+    values: str | None = None
+
+    def markdown(self) -> str:
+        """`name` = `choice`, ... (default `x`; a remark): choices are backticked, remarks are not."""
+        out = f"`{self.name}`"
+        listed = bool(self.values and "`" in self.values)
+        if listed:
+            out += f" = {self.values}"
+        notes = ([f"default `{self.default}`"] if self.default is not None else []) + \
+                ([self.values] if self.values and not listed else [])
+        return out + (f" ({'; '.join(notes)})" if notes else "")
+
+
+@dataclass(frozen=True)
+class Knob:
+    concept: str
+    chapter: str                          # the notebook that measures it
+    verl: tuple[Setting, ...] = ()
+    trl: tuple[Setting, ...] = ()
+    openrlhf: tuple[Setting, ...] = ()
+    note: str = ""                        # where the same number means different things
+
+    def settings(self) -> dict[str, tuple[Setting, ...]]:
+        return {"verl": self.verl, "TRL": self.trl, "OpenRLHF": self.openrlhf}
+
+
+S = Setting
+KNOBS: tuple[Knob, ...] = (
+    Knob("Group size G", "02_group_advantages",
+         verl=(S("actor_rollout_ref.rollout.n"),),
+         trl=(S("num_generations", "8"),),
+         openrlhf=(S("--rollout.n_samples_per_prompt"),)),
+    Knob("Advantage estimator", "01_ppo_clip_and_gae",
+         verl=(S("algorithm.adv_estimator", "gae", "`grpo`, `rloo`, ..."),),
+         trl=(S("GRPOTrainer"), S("RLOOTrainer"), S("trl.experimental.ppo.PPOTrainer")),
+         openrlhf=(S("--algo.advantage.estimator", None, "`gae`, `rloo`, `group_norm`, `dr_grpo`, ..."),),
+         note="verl whitens GAE advantages over the batch (`masked_whiten`); course_lib's `gae` "
+              "returns them raw. verl's `rloo` swaps only the advantage; TRL's `RLOOTrainer` also "
+              "uses a sequence-level ratio and k1 KL in the reward."),
+    Knob("Std scaling of the advantage", "02_group_advantages",
+         verl=(S("algorithm.norm_adv_by_std_in_grpo", "True"),),
+         trl=(S("scale_rewards", '"group"', '`"group"`, `"batch"`, `"none"`'),),
+         openrlhf=(S("--algo.advantage.estimator", None, "`group_norm` vs `dr_grpo`"),),
+         note="the epsilon added to the std: 1e-6 in verl, 1e-4 in TRL (both Bessel-corrected)."),
+    Knob("Aggregation mode", "03_loss_aggregation",
+         verl=(S("actor_rollout_ref.actor.loss_agg_mode", "token-mean"),),
+         trl=(S("loss_type", "dapo", "`dapo`, `grpo`, `dr_grpo`, `bnpo`, ..."),),
+         openrlhf=(S("token_level_loss", None, "token-level by default"),),
+         note='TRL\'s `"dapo"` divides by the token count of the whole accumulated global batch, '
+              '`"bnpo"` by the local batch; verl\'s legacy `dp_actor` path normalises per micro-batch.'),
+    Knob("Dr. GRPO's constant L_max", "03_loss_aggregation",
+         verl=(S("actor.loss_scale_factor", "padded response length"),),
+         trl=(S("max_completion_length", "512"),),
+         note='TRL `"dr_grpo"` = sum / (B max_completion_length); verl 0.9.1 '
+              "`seq-mean-token-sum-norm` = the same 1/(B L) with L = `loss_scale_factor`, by default "
+              "the padded length; the January 2026 verl code had no 1/B."),
+    Knob("eps_low", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_low", "0.2"),),
+         trl=(S("epsilon", "0.2"),),
+         openrlhf=(S("--actor.eps_clip", "0.2"),)),
+    Knob("eps_high (Clip-Higher)", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_high", "0.2"),),
+         trl=(S("epsilon_high", "None", "then = epsilon"),),
+         openrlhf=(S("--actor.eps_clip_low_high", None, "second value"),),
+         note='for `loss_type="cispo"` TRL\'s `epsilon_high` is an absolute cap on the weight, '
+              "not a distance from 1."),
+    Knob("Dual clip (A < 0)", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_c", "3.0"),),
+         trl=(S("delta", "None"),),
+         openrlhf=(S("--actor.dual_clip", "None"),),
+         note="on by default in verl only: its vanilla loss always applies c = 3, so a negative-"
+              "advantage token with r > 3 gets no gradient there and does in TRL."),
+    Knob("GSPO: sequence-level ratio", "05_ratios_and_clipping",
+         verl=(S("actor_rollout_ref.actor.policy_loss.loss_mode", "vanilla", "`gspo`"),),
+         trl=(S("importance_sampling_level", '"token"', '`"sequence"`'),),
+         openrlhf=(S("--actor.policy_loss_type", None, "`gspo`"),),
+         note="verl writes the GSPO-token form, forces seq-mean-token-mean and caps the log "
+              'sequence ratio at 10; TRL lets `loss_type` choose the aggregation, so the paper needs '
+              '`loss_type="grpo"`.'),
+    Knob("CISPO's cap", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_low", "0.2"), S("actor.clip_ratio_high", "0.2")),
+         trl=(S("epsilon_high", None, "absolute cap, rec. 5.0"),),
+         note="verl clips the weight to [1 - clip_ratio_low, 1 + clip_ratio_high] ([0.8, 1.2] by "
+              "default; its example sets clip_ratio_low = 10 for no lower bound); TRL uses "
+              "min(r, epsilon_high) with no lower bound."),
+    Knob("SAPO temperatures", "05_ratios_and_clipping",
+         verl=(S("actor.tau_pos", "1.0"), S("actor.tau_neg", "1.05")),
+         trl=(S("sapo_temperature_pos", "1.0"), S("sapo_temperature_neg", "1.05")),
+         note="verl's SAPO ignores `loss_agg_mode` and always uses seq-mean-token-mean; TRL's "
+              '`"sapo"` uses the `"grpo"` aggregation.'),
+    Knob("KL in the loss and its estimator", "04_kl_estimators",
+         verl=(S("actor.use_kl_loss", "False"), S("actor.kl_loss_coef", "0.001"),
+               S("actor.kl_loss_type", "low_var_kl", "`kl`/`k1`, `mse`/`k2`, `low_var_kl`/`k3`")),
+         trl=(S("beta", "0.0", "always k3"),),
+         openrlhf=(S("--algo.kl.estimator", "k1"),),
+         note="verl clamps the k3 value to [-10, 10] (gradient 0 beyond); TRL does not clamp."),
+    Knob("KL in the reward", "04_kl_estimators",
+         verl=(S("algorithm.use_kl_in_reward", "False"), S("algorithm.kl_penalty", "kl")),
+         trl=(S("kl_coef", "0.05", "experimental PPO"), S("kl_estimator", "k1")),
+         openrlhf=(S("--algo.kl.init_coef", "0.01"),)),
+    Knob("Adaptive KL controller", "04_kl_estimators",
+         verl=(S("algorithm.kl_ctrl.type", "fixed", "`adaptive`"), S("algorithm.kl_ctrl.target_kl", "0.1"),
+               S("algorithm.kl_ctrl.horizon", "10000")),
+         openrlhf=(S("--algo.kl.target", None, "adaptive when set"), S("--algo.kl.horizon", "10000")),
+         note="verl measures the batch mean of the per-token-mean KL, Ziegler et al. the per-sequence "
+              "sum: the same target_kl is not comparable. The controller acts on the in-reward KL only."),
+    Knob("Epochs per rollout batch", "07_toy_policy_training",
+         verl=(S("actor.ppo_epochs", "1"), S("actor.ppo_mini_batch_size", "256")),
+         trl=(S("num_iterations", "1"), S("steps_per_generation")),),
+    Knob("Dynamic sampling (DAPO)", "02_group_advantages",
+         verl=(S("algorithm.filter_groups.enable"), S("algorithm.filter_groups.max_num_gen_batches")),
+         openrlhf=(S("--algo.dynamic_filtering_enable"),)),
+    Knob("Overlong shaping", "03_loss_aggregation",
+         verl=(S("reward_model.overlong_buffer.enable"), S("reward_model.overlong_buffer.len"),
+               S("reward_model.overlong_buffer.penalty_factor")),
+         trl=(S("get_soft_overlong_punishment"), S("mask_truncated_completions")),
+         openrlhf=(S("stop_properly_penalty_coef", None, "a different scheme"),)),
+    Knob("TIS / MIS: mode and cap", "06_train_inference_mismatch",
+         verl=(S("algorithm.rollout_correction.rollout_is", "null", "`token`, `sequence`"),
+               S("algorithm.rollout_correction.rollout_is_threshold", "2.0"),
+               S("algorithm.rollout_correction.rollout_rs", "null")),
+         trl=(S("vllm_importance_sampling_correction", "True"),
+              S("vllm_importance_sampling_mode", "sequence_mask"),
+              S("vllm_importance_sampling_clip_max", "3.0")),
+         openrlhf=(S("--algo.advantage.is_correction_enable"),
+                   S("--algo.advantage.is_correction_threshold", "[0.5, 5.0]"),
+                   S("--algo.advantage.is_correction_type", None, "`tis`, `icepop`, `seq-mask-tis`")),
+         note="TRL corrects by default whenever it samples with vLLM and keeps masked tokens in the "
+              "normaliser; verl corrects only when asked, and its rejection removes tokens from "
+              "`response_mask`, so they leave the token-mean denominator."),
+)
+del S
+
+
+def knob_table_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
+    """The knob table as Markdown: concept, the three frameworks' settings, the chapter."""
+    def cell(settings):
+        return "<br>".join(s.markdown() for s in settings) or "—"
+    lines = ["| concept | verl | TRL | OpenRLHF | chapter |", "|---|---|---|---|---|"]
+    for k in knobs:
+        lines.append(f"| {k.concept} | {cell(k.verl)} | {cell(k.trl)} | {cell(k.openrlhf)} | "
+                     f"[{k.chapter[:2]}]({k.chapter}.ipynb) |")
+    return "\n".join(lines)
+
+
+def notes_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
+    """The knobs whose number means different things in different frameworks, as a bullet list."""
+    return "\n".join(f"- **{k.concept}**: {k.note}" for k in knobs if k.note)
+
+
+# ----------------------------------------------------------------------------------------------
+# each framework's normaliser, through course_lib.aggregation
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Normaliser:
+    framework: str
+    setting: str
+    mode: str                 # a course_lib.aggregation mode
+    scope: str                # "global": one normaliser for the whole batch; "micro-batch": one per
+                              # micro-batch, each micro-batch's loss divided by the number of them
+    uses_max_len: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.framework} {self.setting}"
+
+
+NORMALISERS: tuple[Normaliser, ...] = (
+    Normaliser("verl", "token-mean", "token-mean", "global"),
+    Normaliser("verl legacy", "token-mean", "token-mean", "micro-batch"),
+    Normaliser("TRL", "dapo", "token-mean", "global"),
+    Normaliser("TRL", "bnpo", "token-mean", "micro-batch"),
+    Normaliser("TRL", "grpo", "seq-mean-token-mean", "global"),
+    Normaliser("TRL", "dr_grpo", "seq-mean-token-sum-norm", "global", uses_max_len=True),
+    Normaliser("OpenRLHF", "token-level", "token-mean", "global"),
+)
+
+
+def normaliser_weights(norm: Normaliser, mask: Tensor, *, micro_batches: int = 1,
+                       max_len: int | None = None) -> Tensor:
+    """The weight alpha [B, T] each token gets under a framework's normaliser.
+
+    The rows are split into ``micro_batches`` contiguous equal parts (gradient accumulation); a
+    "micro-batch" normaliser aggregates each part on its own and divides by the number of parts, a
+    "global" one sees the whole batch. ``max_len`` is Dr. GRPO's constant (TRL's
+    max_completion_length); None means the padded length T.
+    """
+    check_tensor(mask, "mask", ndim=2)
+    B = mask.shape[0]
+    if not isinstance(micro_batches, int) or isinstance(micro_batches, bool) or micro_batches < 1 \
+            or B % micro_batches:
+        raise ValueError(f"micro_batches must be a positive int dividing B={B}, got {micro_batches!r}")
+    if norm.scope not in ("global", "micro-batch"):
+        raise ValueError(f"scope must be 'global' or 'micro-batch', got {norm.scope!r}")
+    L = max_len if norm.uses_max_len else None
+    if norm.scope == "global":
+        return token_weights(mask, norm.mode, L)
+    parts = mask.view(micro_batches, B // micro_batches, -1)                  # [M, B/M, T]
+    return torch.cat([token_weights(p, norm.mode, L) for p in parts]) / micro_batches   # [B, T]
+
+
+# ----------------------------------------------------------------------------------------------
+# a chapter-07 config at scale
+# ----------------------------------------------------------------------------------------------
+# keys the translations write that the fact sheet does not list (real, but not checked there)
+NOT_IN_FACT_SHEET = {"data.train_batch_size", "actor_rollout_ref.rollout.temperature",
+                     "actor_rollout_ref.actor.optim.lr", "algorithm.filter_groups.metric",
+                     "temperature", "learning_rate", "generation_batch_size", "use_vllm"}
+TRL_AGG = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
+VERL_KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
+A = "actor_rollout_ref.actor."
+
+
+def resolved_loss_knobs(cfg) -> dict:
+    """The loss knobs a ToyConfig runs with: the config's own, else the loss function's defaults
+    (what the toy trainer passes), plus ``loss`` (its registry name) and ``std_scaling``."""
+    from . import losses
+    from .toy.trainer import loss_knobs
+    if not isinstance(cfg.loss, str):
+        raise ValueError(f"cfg.loss must be a registered loss name to translate, got {cfg.loss!r}")
+    fn = losses.resolve_loss(cfg.loss)
+    given, agg = loss_knobs(fn, cfg)
+    defaults = {n: p.default for n, p in inspect.signature(fn).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    knobs = {**defaults, **given, "agg": agg, "loss": cfg.loss}
+    knobs["std_scaling"] = (cfg.loss != "dr_grpo") if cfg.std_scaling is None else cfg.std_scaling
+    return knobs
+
+
+def to_verl(cfg) -> list[tuple[str, object, str]]:
+    """A ToyConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo``."""
+    k = resolved_loss_knobs(cfg)
+    loss = k["loss"]
+    out = [("algorithm.adv_estimator", cfg.adv_estimator, ""),
+           ("algorithm.norm_adv_by_std_in_grpo", k["std_scaling"], ""),
+           ("data.train_batch_size", cfg.prompts_per_step, "prompts per step (P)"),
+           ("actor_rollout_ref.rollout.n", cfg.group_size, "G"),
+           ("data.max_response_length", cfg.max_new_tokens, ""),
+           ("actor_rollout_ref.rollout.temperature", cfg.temperature, ""),
+           (A + "optim.lr", cfg.lr, ""),
+           (A + "ppo_mini_batch_size", cfg.prompts_per_step // cfg.minibatches,
+            f"{cfg.minibatches} optimiser step(s) per batch"),
+           (A + "ppo_epochs", cfg.epochs, "")]
+    mode = {"ppo": "vanilla", "grpo": "vanilla", "dapo": "vanilla", "dr_grpo": "vanilla"}.get(loss, loss)
+    out.append((A + "policy_loss.loss_mode", mode, ""))
+    if loss == "sapo":
+        out += [(A + "tau_pos", k["tau_pos"], ""), (A + "tau_neg", k["tau_neg"], ""),
+                (A + "loss_agg_mode", "seq-mean-token-mean",
+                 "verl's SAPO uses this whatever the setting" +
+                 ("" if k["agg"] == "seq-mean-token-mean" else f"; the toy run used {k['agg']}"))]
+    else:
+        low = k["eps_low"]
+        if loss == "cispo" and low is None:
+            low = 10.0
+        out += [(A + "clip_ratio_low", low, "no lower bound: 1 - 10 < 0" if loss == "cispo" and
+                 k["eps_low"] is None else ""),
+                (A + "clip_ratio_high", k["eps_high"], "")]
+        if loss == "gspo" and k["agg"] != "seq-mean-token-mean":
+            out.append((A + "loss_agg_mode", "seq-mean-token-mean",
+                        f"verl's GSPO forces this; the toy run used {k['agg']}"))
+        else:
+            out.append((A + "loss_agg_mode", k["agg"], ""))
+        if k["agg"] == "seq-mean-token-sum-norm":
+            out.append((A + "loss_scale_factor", cfg.max_new_tokens, "L_max"))
+    if mode == "vanilla":
+        c = k.get("dual_clip")
+        out.append((A + "clip_ratio_c", 1e9 if c is None else c,
+                    "always on in verl; a huge c turns it off" if c is None else ""))
+    if cfg.kl_coef > 0:
+        out += [(A + "use_kl_loss", True, ""), (A + "kl_loss_coef", cfg.kl_coef, ""),
+                (A + "kl_loss_type", VERL_KL[cfg.kl_estimator], cfg.kl_estimator)]
+    if cfg.dynamic_sampling:
+        out += [("algorithm.filter_groups.enable", True, ""),
+                ("algorithm.filter_groups.metric", "acc", ""),
+                ("algorithm.filter_groups.max_num_gen_batches", cfg.max_sampling_rounds, "")]
+    if cfg.overlong_penalty:
+        out += [("reward_model.overlong_buffer.enable", True, ""),
+                ("reward_model.overlong_buffer.len", cfg.overlong_cache, ""),
+                ("reward_model.overlong_buffer.penalty_factor", 1.0, "")]
+    if cfg.correction != "none":
+        out += [("actor_rollout_ref.rollout.calculate_log_probs", True, "the sampler's log-probs"),
+                ("algorithm.rollout_correction.rollout_is", cfg.correction_level, ""),
+                ("algorithm.rollout_correction.rollout_is_threshold", cfg.correction_cap, "")]
+        if cfg.correction == "mis":
+            rs = "token_k1" if cfg.correction_level == "token" else "seq_sum_k1"
+            out += [("algorithm.rollout_correction.rollout_rs", rs, "rejected tokens leave the token mean"),
+                    ("algorithm.rollout_correction.rollout_rs_threshold", f"0.001_{cfg.correction_cap}",
+                     "lower_upper")]
+    if cfg.old_logp_source == "sampler":
+        out.append(("algorithm.rollout_correction.bypass_mode", True, "pi_old := the sampler's log-probs"))
+        if mode == "vanilla":
+            out[out.index((A + "policy_loss.loss_mode", mode, ""))] = (
+                A + "policy_loss.loss_mode", "bypass_mode", "")
+            out.append(("algorithm.rollout_correction.loss_type", "ppo_clip", "ratio pi_theta / pi_rollout"))
+        else:
+            out.append(("# bypass", None, f"bypass mode has its own loss (ppo_clip/reinforce); "
+                        f"no verl setting runs {loss} there"))
+    out += _mismatch_note(cfg)
+    return out
+
+
+def _mismatch_note(cfg) -> list:
+    if cfg.mismatch == "stale":
+        return [("# stale sampler", None, f"{cfg.stale_steps} optimiser step(s) behind in the toy; "
+                 "asynchronous rollout at scale")]
+    if cfg.mismatch in ("noise", "bf16"):
+        return [("# mismatch", None, f"faked in the toy ({cfg.mismatch}); at scale the engine's "
+                 "kernels and precision make it")]
+    return []
+
+
+def to_trl(cfg) -> list[tuple[str, object, str]]:
+    """A ToyConfig -> [(GRPOConfig keyword, value, note)]; a key starting with '#' is a note only
+    (no TRL setting does it)."""
+    k = resolved_loss_knobs(cfg)
+    loss = k["loss"]
+    out = [("num_generations", cfg.group_size, "G"),
+           ("generation_batch_size", cfg.batch_size, "B = P * G completions per step"),
+           ("max_completion_length", cfg.max_new_tokens, ""),
+           ("temperature", cfg.temperature, ""),
+           ("learning_rate", cfg.lr, ""),
+           ("steps_per_generation", cfg.minibatches, ""),
+           ("num_iterations", cfg.epochs, ""),
+           ("scale_rewards", "group" if k["std_scaling"] else "none", "")]
+    if cfg.adv_estimator == "rloo":
+        out.append(("# RLOOTrainer", None, "TRL's RLOO is its own trainer with a sequence-level ratio"))
+    if loss in ("cispo", "sapo"):
+        out.append(("loss_type", loss, ""))
+        if loss == "cispo":
+            out.append(("epsilon_high", 1 + k["eps_high"], "an absolute cap: 1 + the toy's eps_high"))
+            if k["eps_low"] is not None:
+                out.append(("# no lower bound", None, f"TRL's CISPO has none; the toy used {k['eps_low']}"))
+            if k["agg"] != "token-mean":
+                out.append(("# aggregation", None, f"TRL's cispo uses dapo's; the toy used {k['agg']}"))
+        else:
+            out += [("sapo_temperature_pos", k["tau_pos"], ""),
+                    ("sapo_temperature_neg", k["tau_neg"], "")]
+            if k["agg"] != "seq-mean-token-mean":
+                out.append(("# aggregation", None, f"TRL's sapo uses grpo's; the toy used {k['agg']}"))
+    else:
+        if k["agg"] in TRL_AGG:
+            out.append(("loss_type", TRL_AGG[k["agg"]], k["agg"]))
+        else:
+            out.append(("# aggregation", None, f"TRL has no loss_type for {k['agg']}"))
+        out += [("epsilon", k["eps_low"], ""), ("epsilon_high", k["eps_high"], "")]
+        if loss == "gspo":
+            out.append(("importance_sampling_level", "sequence", ""))
+        if k.get("dual_clip") is not None:
+            out.append(("delta", k["dual_clip"], "two-sided clip: bounds r for A < 0"))
+    if cfg.kl_coef > 0:
+        out.append(("beta", cfg.kl_coef, "always k3"))
+        if cfg.kl_estimator != "k3":
+            out.append(("# KL estimator", None, f"TRL's GRPO has only k3; the toy used {cfg.kl_estimator}"))
+    if cfg.dynamic_sampling:
+        out.append(("# dynamic sampling", None, "not supported by TRL's GRPOTrainer"))
+    if cfg.overlong_penalty:
+        out.append(("# reward_funcs", None, "add trl.rewards.get_soft_overlong_punishment("
+                    f"max_completion_len={cfg.max_new_tokens}, soft_punish_cache={cfg.overlong_cache})"))
+    out.append(("use_vllm", True, "a separate sampler, as at scale"))
+    if cfg.correction == "none":
+        out.append(("vllm_importance_sampling_correction", False, "on by default in TRL"))
+    else:
+        mode = {"tis": "truncate", "mis": "mask"}[cfg.correction]
+        out += [("vllm_importance_sampling_correction", True, ""),
+                ("vllm_importance_sampling_mode", f"{cfg.correction_level}_{mode}", ""),
+                ("vllm_importance_sampling_clip_max", cfg.correction_cap, "")]
+    if cfg.old_logp_source == "sampler":
+        out.append(("# pi_old", None, "TRL always recomputes pi_old with the trainer"))
+    return out + _mismatch_note(cfg)
+
+
+def _fmt(v) -> str:
+    return repr(v) if isinstance(v, str) else (f"{v:g}" if isinstance(v, float) else str(v))
+
+
+def verl_text(cfg) -> str:
+    """Hydra overrides, one a line, ready to paste after ``python -m verl.trainer.main_ppo``."""
+    rows = to_verl(cfg)
+    lines = [f"{key}={v if isinstance(v, str) else _fmt(v)}" for key, v, _ in rows if key[0] != "#"]
+    notes = [f"#   {key.lstrip('# ')}: {note}" for key, _, note in rows if note]
+    return " \\\n".join(lines) + ("\n# notes:\n" + "\n".join(notes) if notes else "")
+
+
+def trl_text(cfg) -> str:
+    """``GRPOConfig(...)`` as Python source; settings TRL lacks appear as comments."""
+    lines = ["GRPOConfig("]
+    for key, v, note in to_trl(cfg):
+        if key.startswith("#"):
+            lines.append(f"    # {key[1:].strip()}: {note}")
+        else:
+            lines.append(f"    {key}={_fmt(v)}," + (f"  # {note}" if note else ""))
+    return "\n".join(lines + [")"])
+
+
+def variant_diff(rows_by_label: dict[str, list]) -> tuple[list, dict[str, list]]:
+    """Settings shared by every variant, and per variant the ones that differ from the first's."""
+    first = list(rows_by_label.values())[0]
+    shared = [r for r in first if all(r in rows for rows in rows_by_label.values())]
+    return shared, {label: [r for r in rows if r not in shared] for label, rows in rows_by_label.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# the stored peer test
+# ----------------------------------------------------------------------------------------------
+GSPO_TOKEN_CHECK = "loss: GSPO, token-level IS weight (value only; gradients differ, see chapter 09)"
+# check -> the fields allowed to exceed the tolerance, with the reason
+DOCUMENTED_DIFFERENCES = {
+    GSPO_TOKEN_CHECK: ("grad", "verl's GSPO-token form gives each token its own IS weight inside the "
+                               "sequence ratio's gradient; course_lib's sequence form applies the "
+                               "weight to the loss. Same loss value, different gradients."),
+}
+
+
+def load_agreement(path) -> dict:
+    """Read the peer test's stored result -> {"verl", "torch", "checks": {name: {"value", "grad"}}}."""
+    with open(path) as f:
+        data = json.load(f)
+    if not {"verl", "checks"} <= set(data):
+        raise ValueError(f"{path} is not a peer-test record (needs 'verl' and 'checks')")
+    return data
+
+
+def agreement_failures(checks: dict, tol: float = 1e-8) -> list[str]:
+    """Every (check, field) whose largest difference exceeds ``tol`` and is not documented."""
+    bad = []
+    for name, diffs in checks.items():
+        for field in ("value", "grad"):
+            d = diffs.get(field)
+            allowed = DOCUMENTED_DIFFERENCES.get(name, (None,))[0] == field
+            if d is not None and not d <= tol and not allowed:
+                bad.append(f"{name} [{field}] = {d:.2e}")
+    return bad
+
+
+def comparison_text(comp, base, framework: str) -> str:
+    """One chapter-07 comparison in one framework: per variant, the settings that differ from what
+    every variant shares (``verl_text`` / ``trl_text`` give a variant's full list)."""
+    if framework not in ("verl", "TRL"):
+        raise ValueError(f"framework must be 'verl' or 'TRL', got {framework!r}")
+    fn = to_verl if framework == "verl" else to_trl
+    shared, diff = variant_diff({label: fn(c) for label, c in comp.configs(base, seed=base.seed).items()})
+
+    def line(key, v, note):
+        if key.startswith("#"):
+            return f"# {key.lstrip('# ')}: {note}"
+        value = v if framework == "verl" and isinstance(v, str) else _fmt(v)
+        return f"{key}={value}" + (f"  # {note}" if note else "")
+
+    out = [f"[{framework}] {len(shared)} settings shared by every variant; the rest:"]
+    for label, rows in diff.items():
+        out.append(f"  {label}:")
+        out += [f"    {line(*r)}" for r in rows] or ["    (nothing else)"]
+    return "\n".join(out)

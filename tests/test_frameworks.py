@@ -1,0 +1,286 @@
+"""course_lib.frameworks: the knob table against the fact sheet, each framework's normaliser against
+hand-computed weights, the ToyConfig -> verl / TRL translations, the stored peer-test reader."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_lib import frameworks as fw
+from course_lib.toy.config import make_config
+from course_lib.toy.experiments import COMPARISONS
+
+ROOT = Path(__file__).resolve().parents[1]
+# ../shared beside the repository (CI, the main checkout); two levels up for a git worktree
+FACT_SHEETS = [ROOT.parent / "shared/reference/algorithms.md",
+               ROOT.parent.parent / "shared/reference/algorithms.md"]
+
+
+@pytest.fixture(scope="module")
+def fact_sheet() -> str:
+    for path in FACT_SHEETS:
+        if path.exists():
+            return path.read_text()
+    pytest.skip("the fact sheet (../shared/reference/algorithms.md) is not beside this checkout")
+
+
+def mentioned(name: str, text: str) -> bool:
+    """The name appears, or its dotted prefix appears with its last part listed right after
+    (the fact sheet writes `a.b.{c,d}`)."""
+    if name in text:
+        return True
+    if "." not in name:
+        return False
+    prefix, last = name.rsplit(".", 1)
+    return any(last in text[m.end():m.end() + 120] for m in re.finditer(re.escape(prefix + "."), text))
+
+
+LEAD = re.compile(r"^(?:[\s`=(|:*]|default:?|[A-Z]{2,}\b)*")   # "` = `", "` (default: ", "` LOW HIGH`"
+
+
+def default_documented(s: fw.Setting, text: str) -> bool:
+    """Some mention of the setting (its full name or its last part) is followed directly by its
+    default: `name` (0.2), `name` = `x` (default), `name` | null, name: 0.1 (a value listed among
+    the choices does not count)."""
+    keys = {s.name, s.name.rsplit(".", 1)[-1]}
+    return any(LEAD.sub("", text[m.end():m.end() + 80]).startswith(s.default)
+               for key in keys for m in re.finditer(re.escape(key), text))
+
+
+def test_every_setting_of_the_knob_table_and_its_default_is_in_the_fact_sheet(fact_sheet):
+    n = 0
+    for knob in fw.KNOBS:
+        for framework, settings in knob.settings().items():
+            for s in settings:
+                assert mentioned(s.name, fact_sheet), f"{knob.concept} / {framework}: {s.name}"
+                if s.default is not None:
+                    assert default_documented(s, fact_sheet), \
+                        f"{knob.concept} / {framework}: {s.name} default {s.default}"
+                    n += 1
+                for value in re.findall(r"`([^`]+)`", s.values or ""):
+                    assert value in fact_sheet, f"{knob.concept} / {framework}: value {value}"
+    assert n >= 30                                   # the table states defaults, not just names
+
+
+def test_the_checker_rejects_a_wrong_default(fact_sheet):
+    # planted: verl's dual-clip constant is 3.0, TRL's IS cap 3.0 and verl's 2.0 are not swapped
+    assert default_documented(fw.Setting("actor.clip_ratio_c", "3.0"), fact_sheet)
+    assert not default_documented(fw.Setting("actor.clip_ratio_c", "2.5"), fact_sheet)
+    assert not default_documented(fw.Setting("vllm_importance_sampling_mode", "token_truncate"),
+                                  fact_sheet)
+    assert not mentioned("actor.clip_ratio_lower", fact_sheet)
+
+
+def test_knob_table_covers_the_course_concepts_and_renders_one_row_each():
+    concepts = " ".join(k.concept for k in fw.KNOBS).lower()
+    for word in ("group size", "std", "aggregation", "eps_low", "eps_high", "dual clip", "gspo",
+                 "cispo", "sapo", "kl in the loss", "kl in the reward", "adaptive kl",
+                 "dynamic sampling", "overlong", "tis / mis"):
+        assert word in concepts, word
+    md = fw.knob_table_markdown()
+    assert len(md.splitlines()) == len(fw.KNOBS) + 2
+    assert all(line.count("|") == 6 for line in md.splitlines())
+    notes = fw.notes_markdown()
+    for fact in ("clip_ratio_low = 10", "seq-mean-token-mean", "caps the log",
+                 "masked_whiten", "1/B", "on by default in verl only", "denominator"):
+        assert fact in notes, fact
+
+
+# ---- normalisers ------------------------------------------------------------------------------
+LENGTHS = [1, 3, 2, 6]
+
+
+def _mask(lengths=LENGTHS, T=6):
+    return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]          # [B, T]
+
+
+def _norm(framework, setting):
+    return next(n for n in fw.NORMALISERS if n.framework == framework and n.setting == setting)
+
+
+def _row_weights(w, mask):
+    return [float(w[i][mask[i]][0]) for i in range(len(mask))]
+
+
+def test_normaliser_weights_match_hand_computed_values():
+    mask = _mask()
+    B, n_tok = 4, sum(LENGTHS)                                                 # 12 tokens
+    cases = {("TRL", "dapo"): [1 / n_tok] * 4,
+             ("verl", "token-mean"): [1 / n_tok] * 4,
+             ("OpenRLHF", "token-level"): [1 / n_tok] * 4,
+             # micro-batches {0, 1}: 4 tokens, {2, 3}: 8 tokens; each loss / 2 (accumulation)
+             ("TRL", "bnpo"): [1 / 8, 1 / 8, 1 / 16, 1 / 16],
+             ("verl legacy", "token-mean"): [1 / 8, 1 / 8, 1 / 16, 1 / 16],
+             ("TRL", "grpo"): [1 / (B * n) for n in LENGTHS],
+             ("TRL", "dr_grpo"): [1 / (B * 10)] * 4}
+    for key, expected in cases.items():
+        w = fw.normaliser_weights(_norm(*key), mask, micro_batches=2, max_len=10)
+        assert _row_weights(w, mask) == pytest.approx(expected, abs=1e-15), key
+        assert float(w[~mask].abs().sum()) == 0.0
+
+
+def test_global_normalisers_ignore_micro_batches_and_dr_grpo_falls_back_to_the_padded_length():
+    mask = _mask()
+    for n in fw.NORMALISERS:
+        if n.scope == "global":
+            torch.testing.assert_close(fw.normaliser_weights(n, mask, micro_batches=1),
+                                       fw.normaliser_weights(n, mask, micro_batches=4))
+    w = fw.normaliser_weights(_norm("TRL", "dr_grpo"), mask)
+    assert _row_weights(w, mask) == pytest.approx([1 / (4 * 6)] * 4)
+
+
+def test_normaliser_weights_reject_bad_input():
+    with pytest.raises(ValueError, match="micro_batches"):
+        fw.normaliser_weights(fw.NORMALISERS[0], _mask(), micro_batches=3)
+    with pytest.raises(ValueError, match="mask"):
+        fw.normaliser_weights(fw.NORMALISERS[0], torch.ones(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="scope"):
+        fw.normaliser_weights(fw.Normaliser("x", "y", "token-mean", "local"), _mask())
+
+
+# ---- translations ------------------------------------------------------------------------------
+BASE = make_config("smoke")
+
+
+def verl(cfg):
+    return {k: v for k, v, _ in fw.to_verl(cfg) if not k.startswith("#")}
+
+
+def trl(cfg):
+    return {k: v for k, v, _ in fw.to_trl(cfg) if not k.startswith("#")}
+
+
+A = "actor_rollout_ref.actor."
+
+
+def test_cispo_cap_is_a_distance_in_verl_and_an_absolute_cap_in_trl():
+    cfg = replace(BASE, loss="cispo")                                          # eps_high 0.28, no low
+    v, t = verl(cfg), trl(cfg)
+    assert v[A + "policy_loss.loss_mode"] == "cispo"
+    assert v[A + "clip_ratio_high"] == 0.28 and v[A + "clip_ratio_low"] == 10.0
+    assert t["loss_type"] == "cispo" and t["epsilon_high"] == pytest.approx(1.28)
+    assert "epsilon" not in t
+    t5 = trl(replace(cfg, eps_high=4.0))
+    assert t5["epsilon_high"] == pytest.approx(5.0)                            # TRL's recommended 5
+
+
+def test_dr_grpo_translates_to_no_std_and_the_constant_normaliser():
+    cfg = replace(BASE, loss="dr_grpo", max_new_tokens=7)
+    v, t = verl(cfg), trl(cfg)
+    assert v["algorithm.norm_adv_by_std_in_grpo"] is False
+    assert v[A + "loss_agg_mode"] == "seq-mean-token-sum-norm" and v[A + "loss_scale_factor"] == 7
+    assert t["loss_type"] == "dr_grpo" and t["scale_rewards"] == "none"
+    assert t["max_completion_length"] == 7
+    assert trl(replace(cfg, std_scaling=True))["scale_rewards"] == "group"
+
+
+def test_dual_clip_off_in_the_toy_is_turned_off_in_verl_and_on_maps_to_trl_delta():
+    v, t = verl(BASE), trl(BASE)                                               # grpo, no dual clip
+    assert v[A + "clip_ratio_c"] > 1e6 and "delta" not in t
+    cfg = replace(BASE, loss="ppo", dual_clip=3.0)
+    assert verl(cfg)[A + "clip_ratio_c"] == 3.0 and trl(cfg)["delta"] == 3.0
+
+
+def test_gspo_and_sapo_translate_with_their_forced_aggregation():
+    v, t = verl(replace(BASE, loss="gspo")), trl(replace(BASE, loss="gspo"))
+    assert v[A + "policy_loss.loss_mode"] == "gspo" and v[A + "clip_ratio_low"] == 3e-4
+    assert v[A + "loss_agg_mode"] == "seq-mean-token-mean"
+    assert t["importance_sampling_level"] == "sequence" and t["loss_type"] == "grpo"
+    assert (t["epsilon"], t["epsilon_high"]) == (3e-4, 4e-4)
+    rows = fw.to_verl(replace(BASE, loss="sapo", agg="token-mean"))
+    agg = next(r for r in rows if r[0] == A + "loss_agg_mode")
+    assert agg[1] == "seq-mean-token-mean" and "token-mean" in agg[2]
+    t = trl(replace(BASE, loss="sapo", tau_neg=2.0))
+    assert (t["loss_type"], t["sapo_temperature_pos"], t["sapo_temperature_neg"]) == ("sapo", 1.0, 2.0)
+
+
+def test_aggregation_comparison_maps_to_trl_loss_types_and_verl_modes():
+    cfgs = COMPARISONS["aggregation"].configs(BASE, seed=0)
+    got = {label: (verl(c)[A + "loss_agg_mode"], trl(c)["loss_type"]) for label, c in cfgs.items()}
+    assert got == {"seq-mean-token-mean": ("seq-mean-token-mean", "grpo"),
+                   "token-mean": ("token-mean", "dapo")}
+
+
+def test_corrections_translate_to_mode_level_and_cap():
+    tis = replace(BASE, correction="tis", correction_level="token", correction_cap=2.0)
+    mis = replace(BASE, correction="mis", correction_level="sequence", correction_cap=3.0)
+    assert trl(tis)["vllm_importance_sampling_mode"] == "token_truncate"
+    assert trl(mis)["vllm_importance_sampling_mode"] == "sequence_mask"
+    assert trl(mis)["vllm_importance_sampling_clip_max"] == 3.0
+    assert trl(BASE)["vllm_importance_sampling_correction"] is False          # TRL's default is on
+    v = verl(mis)
+    assert v["algorithm.rollout_correction.rollout_is"] == "sequence"
+    assert v["algorithm.rollout_correction.rollout_is_threshold"] == 3.0
+    assert v["algorithm.rollout_correction.rollout_rs"] == "seq_sum_k1"
+    assert v["actor_rollout_ref.rollout.calculate_log_probs"] is True
+    assert "algorithm.rollout_correction.rollout_rs" not in verl(tis)
+    assert "algorithm.rollout_correction.rollout_is" not in verl(BASE)
+
+
+def test_sizes_and_optimiser_settings_carry_over():
+    cfg = replace(BASE, prompts_per_step=32, group_size=16, minibatches=4, epochs=2, lr=3e-4,
+                  temperature=0.7, kl_coef=0.01, kl_estimator="k2")
+    v, t = verl(cfg), trl(cfg)
+    assert (v["data.train_batch_size"], v["actor_rollout_ref.rollout.n"]) == (32, 16)
+    assert (v[A + "ppo_mini_batch_size"], v[A + "ppo_epochs"], v[A + "optim.lr"]) == (8, 2, 3e-4)
+    assert (v[A + "use_kl_loss"], v[A + "kl_loss_coef"], v[A + "kl_loss_type"]) == (True, 0.01, "mse")
+    assert (t["num_generations"], t["generation_batch_size"], t["steps_per_generation"]) == (16, 512, 4)
+    assert (t["num_iterations"], t["learning_rate"], t["temperature"], t["beta"]) == (2, 3e-4, 0.7, 0.01)
+    notes = " ".join(n for k, _, n in fw.to_trl(cfg) if k.startswith("#"))
+    assert "only k3" in notes
+    with pytest.raises(ValueError, match="cfg.loss"):
+        fw.to_verl(replace(BASE, loss=lambda *a, **k: None))
+
+
+def test_every_comparison_variant_gives_pasteable_text_with_documented_keys(fact_sheet):
+    for comp in COMPARISONS.values():
+        for cfg in comp.configs(BASE, seed=0).values():
+            text = fw.trl_text(cfg)
+            call = ast.parse(text, mode="eval").body
+            assert isinstance(call, ast.Call) and call.func.id == "GRPOConfig"
+            assert {kw.arg for kw in call.keywords} == set(trl(cfg))
+            assert all(len(line) <= 110 for line in text.splitlines())
+            lines = fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n")
+            assert all(re.fullmatch(r"[a-z_.]+=\S+", line) for line in lines), lines
+            assert len(lines) == len(verl(cfg))
+            for key in list(verl(cfg)) + list(trl(cfg)):
+                short = key.removeprefix("actor_rollout_ref.")
+                assert key in fw.NOT_IN_FACT_SHEET or mentioned(key, fact_sheet) \
+                    or mentioned(short, fact_sheet), key
+
+
+# ---- the stored peer test ------------------------------------------------------------------------
+def test_stored_agreement_has_no_undocumented_difference():
+    data = fw.load_agreement(ROOT / "notebooks/data/verl_agreement.json")
+    assert len(data["checks"]) >= 20 and fw.GSPO_TOKEN_CHECK in data["checks"]
+    assert fw.agreement_failures(data["checks"]) == []
+    assert data["checks"][fw.GSPO_TOKEN_CHECK]["grad"] > 1e-3              # the documented one
+
+
+def test_agreement_failures_catch_an_undocumented_or_a_wrong_field():
+    checks = {"KL: k3": {"value": 2e-8, "grad": 0.0},
+              fw.GSPO_TOKEN_CHECK: {"value": 1e-3, "grad": 0.5},
+              "ok": {"value": 1e-9, "grad": None}}
+    bad = fw.agreement_failures(checks)
+    assert len(bad) == 2 and bad[0].startswith("KL: k3 [value]") and "[value]" in bad[1]
+    with pytest.raises(ValueError, match="peer-test"):
+        fw.load_agreement(ROOT / "notebooks/data/toy_aggregation.json")
+
+
+def test_comparison_text_lists_only_what_differs_between_variants():
+    text = fw.comparison_text(COMPARISONS["aggregation"], BASE, "verl")
+    lines = text.splitlines()
+    assert lines[1:] == ["  seq-mean-token-mean:", f"    {A}loss_agg_mode=seq-mean-token-mean",
+                         "  token-mean:", f"    {A}loss_agg_mode=token-mean"]
+    n_shared = len(fw.to_verl(BASE)) - 1
+    assert lines[0].startswith(f"[verl] {n_shared} settings shared")
+    text = fw.comparison_text(COMPARISONS["aggregation"], BASE, "TRL")
+    assert "loss_type='grpo'  # seq-mean-token-mean" in text and "loss_type='dapo'" in text
+    stale = fw.comparison_text(COMPARISONS["stale_sampler"], BASE, "TRL")
+    assert "vllm_importance_sampling_mode='token_mask'" in stale
+    with pytest.raises(ValueError, match="framework"):
+        fw.comparison_text(COMPARISONS["aggregation"], BASE, "OpenRLHF")
