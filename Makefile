@@ -87,7 +87,8 @@ test-browser: playwright $(LAB_OVERRIDES)
 # Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).
 notebooks: $(STAMP)
 	for nb in notebooks/*.ipynb; do \
-		$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+			--ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
 
 # The offline HTML edition: every chapter with its stored outputs under site/, readable from disk with
 # no network (npm fetches the widget renderer, require.js and MathJax once into site/vendor).

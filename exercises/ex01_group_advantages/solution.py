@@ -1,5 +1,6 @@
 """Reshape to [P, G] so that each row is one group; then every statistic is a reduction over
-dim=1. torch.std is Bessel-corrected by default (divides by G - 1), which is what verl and TRL use.
+dim=1. torch.std is Bessel-corrected by default (divides by G - 1), as in verl (torch.std) and TRL (its
+NaN-aware nanstd applies the same correction).
 A group with identical rewards may leave a rounding residue in R - mean (0.3 is not exact in
 float32), and residue / eps is large, so such groups are set to exactly 0 with torch.where.
 """
