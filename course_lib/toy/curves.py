@@ -50,7 +50,7 @@ SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1))]
 
 
 def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str | None = None,
-              ncols: int = 2, panel_size=(6.0, 3.3), dpi: int = 100):
+              ncols: int = 2, panel_size=(5.6, 3.2), dpi: int = 100):
     """One panel per metric key (``ncols`` to a row), one colour per label: the mean over seeds as a
     thick solid line, each seed as a thin line in its own style; one legend, outside the panels,
     names the labels and the seeds' styles. The y label of a panel is the glossary's key.
