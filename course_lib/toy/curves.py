@@ -71,6 +71,10 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
         ax = axes[i // ncols][i % ncols]
         w = 1 if key == "acc/heldout" else window
         for ci, (label, hists) in enumerate(runs.items()):
+            if len(hists) == 1:                 # one run: a plain solid line
+                xs, ys = _xy(hists[0], key, x)
+                ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=1.6)
+                continue
             for si, h in enumerate(hists):
                 xs, ys = _xy(h, key, x)
                 ax.plot(xs, smooth(ys, w), linestyle=SEED_STYLES[si % len(SEED_STYLES)], color=f"C{ci}",
@@ -84,7 +88,8 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
         ax.grid(alpha=0.3)
     for j in range(len(keys), nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
-    handles = [Line2D([], [], color=f"C{ci}", lw=2.4, label=label) for ci, label in enumerate(runs)]
+    handles = [Line2D([], [], color=f"C{ci}", lw=2.4 if n_seeds > 1 else 1.6, label=label)
+               for ci, label in enumerate(runs)]
     if n_seeds > 1:
         handles.append(Line2D([], [], color="none", label=""))
         handles.append(Line2D([], [], color="black", lw=2.4, label=f"mean of {n_seeds} seeds"))
