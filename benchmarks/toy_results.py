@@ -4,6 +4,9 @@
     python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
 
 Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed.
+A run whose config (seed and steps included) is already stored in one of the result files is
+copied from there instead of trained again (training is deterministic for a config); --rerun
+trains every run. The file's meta says which runs were copied.
 Each worker process uses one torch thread (tiny matmuls gain nothing from more, and a busy
 machine makes two threads much slower); --workers runs several runs at once.
 """
@@ -37,6 +40,28 @@ def _job(args):
     return name, label, seed, to_columns(thin(h, KEYS, every=2).to_json())
 
 
+def _key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def stored_runs(out_dir: str) -> dict:
+    """{config as JSON: (stored run in columns form, "file, date made")} over the result files in
+    ``out_dir``. A run copied from an older file may come from another machine: the same config
+    gives the same run on one machine, but another CPU's float rounding gives another warm start."""
+    from course_lib.toy.experiments import to_columns
+    found = {}
+    for fname in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
+        if fname.startswith("toy_") and fname.endswith(".json"):
+            with open(os.path.join(out_dir, fname)) as f:
+                raw = json.load(f)
+            made = raw.get("meta", {}).get("finished", "?")
+            for hists in raw.get("runs", {}).values():
+                for h in hists:
+                    found.setdefault(_key(h["config"]), (h if "columns" in h else to_columns(h),
+                                                         f"{fname}, {made}"))
+    return found
+
+
 def main(argv=None) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from course_lib.toy.experiments import COMPARISONS
@@ -47,14 +72,50 @@ def main(argv=None) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=os.path.join("notebooks", "data"))
+    p.add_argument("--rerun", action="store_true", help="train every run, even one already stored")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
-    jobs = [(n, label, s, a.steps, a.threads) for n in a.only for s in a.seeds
-            for label in COMPARISONS[n].variants]
-    pending = {n: len(COMPARISONS[n].variants) * len(a.seeds) for n in a.only}
+    import torch
+
+    from course_lib.toy.config import make_config
+    from course_lib.toy.trainer import config_record
+    stored = {} if a.rerun else stored_runs(a.out)
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}
+    copied: dict = {n: [] for n in a.only}
+    jobs = []
+    for n in a.only:
+        for s in a.seeds:
+            for label, cfg in COMPARISONS[n].configs(make_config("smoke"), seed=s, steps=a.steps).items():
+                hit = stored.get(_key(json.loads(json.dumps(config_record(cfg)))))
+                if hit is not None:
+                    results[n][label][s] = hit[0]
+                    copied[n].append(f"{label} / seed {s} (from {hit[1]})")
+                else:
+                    jobs.append((n, label, s, a.steps, a.threads))
+    pending = {n: sum(j[0] == n for j in jobs) for n in a.only}
     t0 = time.time()
     command = "python benchmarks/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def write(name):
+        meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": a.seeds,
+                "steps": a.steps, "command": command.strip(), "threads_per_run": a.threads,
+                "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+                           f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
+                "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "copied_from_stored_files": copied[name],
+                "note": "rows thinned to every 2nd step (and every evaluation), 4 significant digits"}
+        runs = {label: [results[name][label][s] for s in a.seeds] for label in results[name]}
+        path = os.path.join(a.out, f"toy_{name}.json")
+        with open(path, "w") as f:
+            json.dump({"meta": meta, "runs": runs}, f, separators=(",", ":"))
+        print(f"wrote {path} ({os.path.getsize(path) / 1024:.0f} KiB; {len(copied[name])} runs "
+              f"copied from stored files)", flush=True)
+
+    for name in a.only:
+        if pending[name] == 0:
+            write(name)
+    if not jobs:
+        return
     with mp.get_context("spawn").Pool(a.workers) as pool:
         for name, label, seed, hist in pool.imap_unordered(_job, jobs):
             results[name][label][seed] = hist
@@ -62,16 +123,7 @@ def main(argv=None) -> None:
             print(f"[{time.time() - t0:7.1f}s] {name} / {label} / seed {seed}: "
                   f"held-out acc {hist['columns']['acc/heldout'][-1]:.3f}", flush=True)
             if pending[name] == 0:
-                meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": a.seeds,
-                        "steps": a.steps, "command": command.strip(), "threads_per_run": a.threads,
-                        "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-                        "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                        "note": "rows thinned to every 2nd step (and every evaluation), 4 significant digits"}
-                runs = {label: [results[name][label][s] for s in a.seeds] for label in results[name]}
-                path = os.path.join(a.out, f"toy_{name}.json")
-                with open(path, "w") as f:
-                    json.dump({"meta": meta, "runs": runs}, f, separators=(",", ":"))
-                print(f"wrote {path} ({os.path.getsize(path) / 1024:.0f} KiB)", flush=True)
+                write(name)
 
 
 if __name__ == "__main__":

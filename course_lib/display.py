@@ -15,9 +15,31 @@ def _show(text: str, language: str = "python") -> None:
     display(Code(text, language=language))
 
 
-def show_source(fn: Callable) -> None:
-    """Display the real source of a library function, so the notebook never retypes it."""
-    _show(inspect.getsource(fn))
+def show_source(fn: Callable, start: str | None = None, end: str | None = None) -> None:
+    """Display the real source of a library function, so the notebook never retypes it.
+
+    With ``start`` (and optionally ``end``): only the lines from the first one containing
+    ``start`` up to, not including, the first later one containing ``end``.
+    """
+    _show(source_lines(fn, start, end))
+
+
+def source_lines(fn: Callable, start: str | None = None, end: str | None = None) -> str:
+    """The source text ``show_source`` displays (all of it, or the range from ``start`` to ``end``)."""
+    lines = inspect.getsource(fn).splitlines()
+    if start is None:
+        if end is not None:
+            raise ValueError("end= needs start=")
+        return "\n".join(lines)
+    i = next((k for k, line in enumerate(lines) if start in line), None)
+    if i is None:
+        raise ValueError(f"start={start!r} is on no line of {fn.__qualname__}'s source")
+    j = len(lines)
+    if end is not None:
+        j = next((k for k in range(i + 1, len(lines)) if end in lines[k]), None)
+        if j is None:
+            raise ValueError(f"end={end!r} is on no line of {fn.__qualname__}'s source after {start!r}")
+    return "\n".join(lines[i:j])
 
 
 def show_diff(parent: Callable, child: Callable) -> None:

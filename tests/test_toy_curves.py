@@ -42,6 +42,63 @@ def test_seed_values_and_table_use_the_last_accuracy_and_step_windows():
     assert table.splitlines()[1].split() == ["a", "0.500", "/", "0.500", "191.000", "/", "382.000"]
 
 
+def long_runs():
+    keys = ["acc/heldout", "mismatch/abs_logratio_p99", "is/zero_frac", "clip/low_frac"]
+    def h(seed):
+        rows = [{"step": s, **{k: 0.1 * seed + s / 1000 for k in keys[1:]}} for s in range(2, 201, 2)]
+        rows[-1]["acc/heldout"] = 0.5 + seed / 10
+        return History(config={"seed": seed}, rows=rows)
+    return keys, {"pi_old recomputed by the learner": [h(0), h(1), h(2)], "b": [h(0), h(1), h(2)]}
+
+
+def test_final_table_sizes_columns_from_their_content_and_keeps_lines_short():
+    keys, runs = long_runs()
+    table = curves.final_table(runs, keys, width=100)
+    lines = table.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(map(len, lines))
+    blocks = [b.splitlines() for b in table.split("\n\n")]
+    assert len(blocks) == 2                        # four 21-character columns do not fit in 100
+    headers = [k for b in blocks for k in b[0].split()[1:]]
+    assert headers == keys                         # no two headers run together
+    for b in blocks:
+        head = b[0]
+        for k in head.split()[1:]:
+            right = head.index(k) + len(k)         # each column ends where its header ends
+            for row in b[1:3]:
+                assert row[right - 1] != " " and (right == len(row) or row[right:right + 2] == "  "), (k, row)
+    row = next(line for line in blocks[0] if line.startswith("b "))
+    assert "0.500 / 0.600 / 0.700" in row
+    # a wide limit keeps one table
+    assert "\n\n" not in curves.final_table(runs, keys, width=200)
+
+
+def test_plot_runs_legend_is_outside_the_panels_and_names_labels_seeds_and_mean():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    keys, runs = long_runs()
+    fig = curves.plot_runs(runs, keys[:3], window=5, title="t")
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_ylabel() for ax in axes] == keys[:3]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[:2] == list(runs) and "mean of 3 seeds" in texts
+    assert [t for t in texts if t.startswith("seed")] == ["seed 0", "seed 1", "seed 2"]
+    canvas = FigureCanvasAgg(fig)              # the figure comes back closed: give it a canvas
+    canvas.draw()
+    r = canvas.get_renderer()
+    leg = fig.legends[0].get_window_extent(r)
+    assert not any(leg.overlaps(ax.get_window_extent(r)) for ax in axes)
+    # per label and panel: one thin line per seed and one thick mean line
+    widths = sorted(line.get_linewidth() for line in axes[1].lines)
+    assert len(widths) == 2 * 4 and widths[-2:] == [2.4, 2.4] and widths[0] < 1.5
+    assert all(t.get_fontsize() >= 10 for ax in axes for t in ax.get_xticklabels() + ax.get_yticklabels())
+
+
+def test_seed_mean_averages_the_steps_every_seed_logged():
+    a = History(config={}, rows=[{"step": 1, "k": 1.0}, {"step": 2, "k": 3.0}, {"step": 3, "k": 5.0}])
+    b = History(config={}, rows=[{"step": 1, "k": 3.0}, {"step": 3, "k": 7.0}])
+    assert curves.seed_mean([a, b], "k") == ([1.0, 3.0], [2.0, 6.0])
+
+
 def test_per_seed_formats_one_number_per_seed():
     assert curves.per_seed([0.7481, 0.676, float("nan")]) == "0.748 / 0.676 / nan"
     assert curves.per_seed([1024.0, 1023.6], ".0f") == "1024 / 1024"
+    assert curves.per_seed([None, 0.5]) == "- / 0.500"

@@ -28,34 +28,78 @@ def smooth(ys: list, window: int) -> list:
     return out
 
 
-def plot_runs(runs: dict, keys: list, *, x: str = "step", window: int = 1, title: str | None = None,
-              figsize=(11, 3.2), dpi: int = 72):
-    """One panel per metric key; one colour per label, one line per seed (solid, dashed, dotted).
+def _xy(h, key: str, x: str) -> tuple[list, list]:
+    """The logged values of ``key`` against the step or another logged column (e.g. samples/drawn)."""
+    steps, ys = h.series(key)
+    if x == "step":
+        return list(steps), list(ys)
+    lookup = {r["step"]: r.get(x) for r in h.rows}
+    return [lookup[s] for s in steps], list(ys)
 
-    x="step" or "samples/drawn" (responses sampled so far). Returns the (closed) Figure: make it
-    a cell's last expression to show it.
+
+def seed_mean(hists: list, key: str, x: str = "step") -> tuple[list, list]:
+    """Mean over seeds of ``key`` (and of the x column) at the steps every seed logged."""
+    series = [dict(zip(h.series(key)[0], zip(*_xy(h, key, x)))) for h in hists]
+    common = sorted(set.intersection(*(set(s) for s in series))) if series else []
+    xs = [sum(s[t][0] for s in series) / len(series) for t in common]
+    ys = [sum(s[t][1] for s in series) / len(series) for t in common]
+    return xs, ys
+
+
+SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1))]
+
+
+def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str | None = None,
+              ncols: int = 2, panel_size=(5.6, 3.2), dpi: int = 100):
+    """One panel per metric key (``ncols`` to a row), one colour per label: the mean over seeds as a
+    thick solid line, each seed as a thin line in its own style; one legend, outside the panels,
+    names the labels and the seeds' styles. The y label of a panel is the glossary's key.
+
+    x="step" or "samples/drawn" (responses sampled so far; the mean line then averages x too).
+    Non-accuracy keys are smoothed by a trailing mean over ``window`` logged rows. Returns the
+    (closed) Figure: make it a cell's last expression to show it.
     """
-    fig, axes = plt.subplots(1, len(keys), figsize=figsize, squeeze=False, dpi=dpi)
-    styles = ["-", "--", ":", "-."]
-    for ax, key in zip(axes[0], keys):
-        for ci, (label, hists) in enumerate(_runs(runs).items()):
+    from matplotlib.lines import Line2D
+    keys = list(keys)
+    runs = _runs(runs)
+    ncols = min(ncols, len(keys))
+    nrows = math.ceil(len(keys) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
+                             squeeze=False, dpi=dpi)
+    n_seeds = max(len(h) for h in runs.values())
+    for i, key in enumerate(keys):
+        ax = axes[i // ncols][i % ncols]
+        w = 1 if key == "acc/heldout" else window
+        for ci, (label, hists) in enumerate(runs.items()):
+            if len(hists) == 1:                 # one run: a plain solid line
+                xs, ys = _xy(hists[0], key, x)
+                ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=1.6)
+                continue
             for si, h in enumerate(hists):
-                steps, ys = h.series(key)
-                if x == "step":
-                    xs = steps
-                else:
-                    lookup = {r["step"]: r.get(x) for r in h.rows}
-                    xs = [lookup[s] for s in steps]
-                w = 1 if key == "acc/heldout" else window
-                ax.plot(xs, smooth(ys, w), styles[si % 4], color=f"C{ci}", lw=1.3,
-                        label=label if si == 0 else None)
-        ax.set_title(key, fontsize=10)
-        ax.set_xlabel("responses sampled" if x == "samples/drawn" else "RL step")
+                xs, ys = _xy(h, key, x)
+                ax.plot(xs, smooth(ys, w), linestyle=SEED_STYLES[si % len(SEED_STYLES)], color=f"C{ci}",
+                        lw=0.9, alpha=0.6)
+            if len(hists) > 1:
+                xs, ys = seed_mean(hists, key, x)
+                ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=2.4)
+        ax.set_ylabel(key, fontsize=11)
+        ax.set_xlabel("responses sampled" if x == "samples/drawn" else "RL step", fontsize=11)
+        ax.tick_params(labelsize=10)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    for j in range(len(keys), nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    handles = [Line2D([], [], color=f"C{ci}", lw=2.4 if n_seeds > 1 else 1.6, label=label)
+               for ci, label in enumerate(runs)]
+    if n_seeds > 1:
+        handles.append(Line2D([], [], color="none", label=""))
+        handles.append(Line2D([], [], color="black", lw=2.4, label=f"mean of {n_seeds} seeds"))
+        seeds = [h.config.get("seed", s) for s, h in enumerate(max(runs.values(), key=len))]
+        handles += [Line2D([], [], color="black", lw=0.9, linestyle=SEED_STYLES[s % len(SEED_STYLES)],
+                           label=f"seed {seed}") for s, seed in enumerate(seeds)]
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(title, fontsize=12)
     fig.tight_layout()
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=10, frameon=False)
     plt.close(fig)          # shown once, as the cell's value, not again by the inline backend
     return fig
 
@@ -75,24 +119,42 @@ def window_mean(h, key: str, *, last: int | None = None, first: int | None = Non
     return sum(keep) / len(keep)
 
 
-def final_table(runs: dict, keys: list, *, last_n: int = 20) -> str:
-    """Text table: per label and seed, the last held-out accuracy and the mean of other keys over
-    the last ``last_n`` steps."""
-    lines = []
-    header = f"{'run':<26}" + "".join(f"{k:>24}" for k in keys)
-    lines.append(header)
-    for label, hists in _runs(runs).items():
-        per_key = []
-        for k in keys:
-            per_key.append(per_seed([h.last(k) if k == "acc/heldout" else window_mean(h, k, last=last_n)
-                                     for h in hists]))
-        lines.append(f"{label:<26}" + "".join(f"{c:>24}" for c in per_key))
-    return "\n".join(lines)
+def final_table(runs: dict, keys, *, last_n: int = 20, width: int = 100) -> str:
+    """Text table: per label, the final held-out accuracy and the mean of the other keys over the
+    last ``last_n`` steps, one value per seed ("0.748 / 0.676 / 0.754").
+
+    Columns are as wide as their widest header or cell, two spaces apart; keys that would make a
+    line longer than ``width`` characters go into a further table below.
+    """
+    keys = list(keys)
+    runs = _runs(runs)
+    vals = {k: seed_values(runs, k, last_n=last_n) for k in keys}
+    cells = {k: {label: per_seed(vals[k][label]) for label in runs} for k in keys}
+    lab_w = max([len("run")] + [len(label) for label in runs])
+    col_w = {k: max([len(k)] + [len(c) for c in cells[k].values()]) for k in keys}
+    chunks, cur = [], []
+    for k in keys:
+        if cur and lab_w + sum(col_w[c] + 2 for c in cur + [k]) > width:
+            chunks.append(cur)
+            cur = []
+        cur.append(k)
+    chunks.append(cur)
+    blocks = []
+    for chunk in chunks:
+        lines = ["run".ljust(lab_w) + "".join("  " + k.rjust(col_w[k]) for k in chunk)]
+        lines += [label.ljust(lab_w) + "".join("  " + cells[k][label].rjust(col_w[k]) for k in chunk)
+                  for label in runs]
+        blocks.append("\n".join(line.rstrip() for line in lines))
+    n = max(len(h) for h in runs.values())
+    note = (f"({n} seed{'s' * (n > 1)}, one value each; acc/heldout: final evaluation; "
+            f"other keys: mean of the last {last_n} steps)")
+    return "\n\n".join(blocks) + "\n" + note
 
 
 def per_seed(values, fmt: str = ".3f") -> str:
-    """One number per seed as the tables and verdicts print them: "0.748 / 0.676 / 0.754"."""
-    return " / ".join("nan" if math.isnan(v) else format(v, fmt) for v in values)
+    """One number per seed as the tables and verdicts print them: "0.748 / 0.676 / 0.754"
+    (None, a value that was not measured, prints as "-")."""
+    return " / ".join("-" if v is None else "nan" if math.isnan(v) else format(v, fmt) for v in values)
 
 
 def seed_values(runs: dict, key: str, *, last_n: int = 20) -> dict:
@@ -104,16 +166,6 @@ def seed_values(runs: dict, key: str, *, last_n: int = 20) -> dict:
 def describe(keys) -> str:
     """'key: definition' lines for the given metric keys (from the glossary)."""
     return "\n".join(f"{k}: {METRICS[k]}" for k in keys)
-
-
-def source_excerpt(fn, start: str, end: str | None = None) -> str:
-    """The lines of ``fn``'s source from the first line containing ``start`` up to (not
-    including) the first later line containing ``end``: show library code, never retype it."""
-    import inspect
-    lines = inspect.getsource(fn).splitlines()
-    i = next(k for k, line in enumerate(lines) if start in line)
-    j = next((k for k in range(i + 1, len(lines)) if end and end in lines[k]), len(lines))
-    return "\n".join(lines[i:j])
 
 
 def value_at(h, key: str, x_key: str, x: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..losses import available_losses
 from .config import ToyConfig, make_config
 from .trainer import History, train
 
@@ -17,6 +18,11 @@ class Comparison:
     variants: dict             # label -> config overrides
     base: dict = field(default_factory=dict)
     x: str = "step"            # x axis of the curves: "step" or "samples/drawn"
+    keys: tuple = ()           # metrics the chapter tables and plots, the tested one first
+
+    def __post_init__(self):
+        if self.keys and self.keys[0] != self.metric:
+            raise ValueError(f"keys must start with the tested metric {self.metric!r}, got {self.keys!r}")
 
     def configs(self, base: ToyConfig, *, seed: int, steps: int | None = None) -> dict:
         cfg = replace(base, **self.base, seed=seed, **({"steps": steps} if steps else {}))
@@ -31,6 +37,7 @@ COMPARISONS: dict[str, Comparison] = {
         claim="Clip-Higher (eps_high 0.28 > eps_low 0.2) keeps the policy's entropy higher and "
               "reaches a higher accuracy than the symmetric clip (DAPO §3.1).",
         metric="entropy/mean",
+        keys=("entropy/mean", "acc/heldout", "clip/high_frac", "clip/low_frac"),
         base=dict(loss="ppo", **MULTI),
         variants={"symmetric 0.2 / 0.2": dict(eps_high=0.2),
                   "Clip-Higher 0.2 / 0.28": dict(eps_high=0.28)}),
@@ -38,6 +45,7 @@ COMPARISONS: dict[str, Comparison] = {
         claim="With the sequence mean (GRPO) a long wrong answer is penalised less per token than "
               "with the token mean (DAPO), so wrong answers grow longer (DAPO §3.3, Dr. GRPO).",
         metric="len/wrong",
+        keys=("len/wrong", "len/correct", "acc/heldout"),
         base=dict(loss="ppo"),
         variants={"seq-mean-token-mean": dict(agg="seq-mean-token-mean"),
                   "token-mean": dict(agg="token-mean")}),
@@ -45,31 +53,40 @@ COMPARISONS: dict[str, Comparison] = {
         claim="With 4 gradient steps per batch and a noisy pi_old, CISPO (clipped weight, gradient "
               "everywhere) learns faster than token-clip PPO and GSPO, which drop clipped tokens.",
         metric="acc/heldout",
+        keys=("acc/heldout", "clip/low_frac", "clip/high_frac", "clip_seq/low_frac"),
         base=dict(**MULTI, mismatch="noise", logits_noise=0.5, old_logp_source="sampler"),
         variants={"PPO token clip": dict(loss="ppo"),
                   "GSPO": dict(loss="gspo"),
-                  "CISPO": dict(loss="cispo")}),
+                  "CISPO": dict(loss="cispo"),
+                  # the papers' own setting: pi_old recomputed by the learner, no sampler noise
+                  **{f"{name}, exact pi_old": dict(loss=loss, mismatch="none", old_logp_source="learner")
+                     for name, loss in (("PPO", "ppo"), ("GSPO", "gspo"), ("CISPO", "cispo"))}}),
     "stale_sampler": Comparison(
         claim="A sampler one optimiser step stale (1-step asynchronous RL) biases the update; "
               "truncated IS (TIS) removes most of the damage, masked IS (MIS) part of it.",
         metric="acc/heldout",
+        keys=("acc/heldout", "mismatch/abs_logratio_p99", "is/weight_mean", "is/zero_frac"),
         base=dict(loss="ppo", mismatch="stale", stale_steps=1),
         variants={"fresh sampler": dict(mismatch="none"),
                   "stale, no correction": dict(correction="none"),
                   "stale + TIS (cap 2)": dict(correction="tis"),
                   "stale + MIS (cap 2)": dict(correction="mis")}),
     "naive_old_logp": Comparison(
-        claim="Using the sampler's log-probs as pi_old (the naive setup) under sampler noise is "
-              "worse than recomputing pi_old with the learner.",
+        claim="Under sampler noise, taking pi_old from the sampler's log-probs (verl's bypass mode: "
+              "no recompute) trains worse than recomputing pi_old with the learner, with or without "
+              "a TIS correction for the sampler.",
         metric="acc/heldout",
+        keys=("acc/heldout", "clip/low_frac", "clip/high_frac", "is/weight_mean"),
         base=dict(loss="ppo", mismatch="noise", logits_noise=0.5),
         variants={"pi_old recomputed by the learner": dict(old_logp_source="learner"),
-                  "pi_old = sampler log-probs": dict(old_logp_source="sampler")}),
+                  "pi_old = sampler log-probs": dict(old_logp_source="sampler"),
+                  "recomputed + TIS (cap 2)": dict(old_logp_source="learner", correction="tis")}),
     "dynamic_sampling": Comparison(
         claim="Dynamic sampling (drop zero-signal groups, sample more) raises accuracy per step; "
               "per response sampled it costs what it gains (DAPO §3.2).",
         metric="acc/heldout",
         x="samples/drawn",
+        keys=("acc/heldout", "groups/zero_signal_frac"),
         base=dict(loss="dapo"),
         variants={"dynamic sampling off": dict(dynamic_sampling=False),
                   "dynamic sampling on": dict(dynamic_sampling=True)}),
@@ -77,12 +94,20 @@ COMPARISONS: dict[str, Comparison] = {
         claim="Lower temperature and smaller groups give more zero-signal groups (all G answers "
               "equal), so fewer prompts teach anything; B = P * G is held at 512.",
         metric="groups/zero_signal_frac",
+        keys=("groups/zero_signal_frac", "acc/sampled", "acc/heldout"),
         base=dict(loss="grpo"),
         variants={"T 0.7, G 8": dict(temperature=0.7),
                   "T 1.0, G 8": dict(temperature=1.0),
                   "T 1.3, G 8": dict(temperature=1.3),
                   "T 1.0, G 4": dict(group_size=4, prompts_per_step=128),
                   "T 1.0, G 16": dict(group_size=16, prompts_per_step=32)}),
+    "all_losses": Comparison(
+        claim="Every loss in the registry (and RLOO advantages) trains the toy policy with its own "
+              "defaults, one gradient step per batch, the same seeds and the same batches.",
+        metric="acc/heldout",
+        keys=("acc/heldout", "entropy/mean", "len/all"),
+        variants={**{name: dict(loss=name) for name in available_losses()},
+                  "grpo + RLOO advantages": dict(loss="grpo", adv_estimator="rloo")}),
 }
 
 
@@ -116,6 +141,36 @@ def thin(h: History, keys, every: int = 1) -> History:
 # ----------------------------------------------------------------------------------------------
 # mechanisms shown on one batch, where training curves at this scale cannot show them
 # ----------------------------------------------------------------------------------------------
+class Status:
+    """One line of progress, updated in place: in a notebook a display handle, so the stored
+    output is the final line (no stalled bar); elsewhere, or with enabled=False, nothing."""
+
+    def __init__(self, desc: str, total: int, enabled: bool = True):
+        import time
+        self.desc, self.total, self.done, self.t0 = desc, total, 0, time.perf_counter()
+        self.handle = None
+        if enabled:
+            try:
+                from IPython import get_ipython
+                from IPython.display import display
+                if get_ipython() is not None:
+                    self.handle = display(self._line("starting"), display_id=True)
+            except ImportError:
+                pass
+
+    def _line(self, what: str):
+        import time
+
+        from IPython.display import Pretty
+        return Pretty(f"{self.desc}: {self.done}/{self.total} {what} "
+                      f"({time.perf_counter() - self.t0:.0f} s)")
+
+    def step(self, what: str = "") -> None:
+        self.done += 1
+        if self.handle is not None:
+            self.handle.update(self._line(what if self.done < self.total else "done"))
+
+
 def _warm_policy(cfg: ToyConfig):
     from .trainer import build_model, warm_start
     device = cfg.resolved_device()
@@ -125,7 +180,8 @@ def _warm_policy(cfg: ToyConfig):
 
 
 def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int = 8,
-                          lr: float = 1e-3, low_prob: float = 0.2, seed: int = 0) -> dict:
+                          lr: float = 1e-3, low_prob: float = 0.2, seed: int = 0,
+                          progress: bool = True) -> dict:
     """Several PPO epochs on one batch from the warm-start policy, once per eps_high.
 
     Returns {eps_high: {"n": tokens with pi_old < low_prob and A > 0, "p_old": their mean
@@ -139,6 +195,7 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
     from .. import advantages, losses
     from .policy import response_logits, sample, token_logp
     from .task import AdditionTask
+    status = Status("one batch, PPO epochs", len(eps_highs) * epochs, progress)
     model, device = _warm_policy(cfg)
     g = torch.Generator(device=device).manual_seed(seed)
     pick = torch.Generator().manual_seed(seed)
@@ -163,6 +220,7 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
             opt.zero_grad()
             loss.backward()
             opt.step()
+            status.step(f"(eps_high {eh:g})")
         with torch.no_grad():
             new_logp, _ = token_logp(response_logits(m, prompts, roll.responses), roll.responses,
                                      cfg.temperature)
@@ -172,7 +230,8 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
 
 
 def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_sizes=(4, 8, 16),
-                      n_prompts: int = 128, per_prompt: int = 32, seed: int = 0) -> list:
+                      n_prompts: int = 128, per_prompt: int = 32, seed: int = 0,
+                      progress: bool = True) -> list:
     """Share of zero-signal groups from the warm-start policy, measured and predicted.
 
     For each temperature, ``per_prompt`` responses per prompt give each prompt's pass rate p_i;
@@ -186,6 +245,7 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
     from .. import advantages
     from .policy import sample
     from .task import AdditionTask
+    status = Status("sampling at each temperature", len(temperatures), progress)
     model, device = _warm_policy(cfg)
     pick = torch.Generator().manual_seed(seed)
     train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
@@ -205,6 +265,7 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
             one_rate = 1 - advantages.signal_probability(float(p.mean()), G)
             rows.append({"T": temp, "G": G, "mean_p": float(p.mean()), "measured": float(measured),
                          "predicted": float(predicted), "one_rate": float(one_rate)})
+        status.step(f"(T {temp:g})")
     return rows
 
 
@@ -238,7 +299,7 @@ def precomputed(name: str, data_dir="data") -> dict:
     when it was made, seeds x steps, and the command that regenerates it."""
     import os
     meta, runs = load_results(os.path.join(data_dir, f"toy_{name}.json"))
-    print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps; "
+    print(f"PRECOMPUTED ({meta['finished']}): {len(meta['seeds'])} seeds x {meta['steps']} steps\n"
           f"regenerate with: python benchmarks/toy_results.py --only {name}")
     return runs
 

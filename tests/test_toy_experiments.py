@@ -1,0 +1,61 @@
+"""Chapter 07's comparisons: metric keys declared once and defined in the glossary, every registered
+loss trained, and the stored result files reusable run by run (no retraining of a stored config)."""
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from course_lib import losses, metrics
+from course_lib.toy.experiments import COMPARISONS, Comparison
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "notebooks" / "data"
+
+
+def test_every_comparison_declares_glossary_keys_led_by_its_tested_metric():
+    for name, comp in COMPARISONS.items():
+        assert comp.keys and comp.keys[0] == comp.metric, name
+        metrics.check_keys(comp.keys)                    # raises on a key the glossary lacks
+    with pytest.raises(ValueError, match="must start with the tested metric"):
+        Comparison(claim="c", metric="acc/heldout", variants={}, keys=("entropy/mean",))
+
+
+def test_the_every_loss_comparison_trains_each_registered_loss_and_rloo():
+    comp = COMPARISONS["all_losses"]
+    trained = {kw["loss"] for kw in comp.variants.values()}
+    assert trained == set(losses.available_losses())
+    assert any(kw.get("adv_estimator") == "rloo" for kw in comp.variants.values())
+
+
+def test_each_stored_file_holds_exactly_its_comparisons_arms_and_seeds():
+    for path in sorted(DATA.glob("toy_*.json")):
+        name = path.stem[len("toy_"):]
+        if name not in COMPARISONS:
+            continue                                     # e.g. toy_width_probe.json: not a comparison
+        raw = json.loads(path.read_text())
+        assert list(raw["runs"]) == list(COMPARISONS[name].variants), name
+        for label, hists in raw["runs"].items():
+            assert [h["config"]["seed"] for h in hists] == raw["meta"]["seeds"], (name, label)
+
+
+def _toy_results():
+    spec = importlib.util.spec_from_file_location("toy_results", ROOT / "benchmarks" / "toy_results.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_toy_results_copies_stored_runs_instead_of_training_them(tmp_path, monkeypatch):
+    tr = _toy_results()
+    shutil.copy(DATA / "toy_aggregation.json", tmp_path / "toy_aggregation.json")
+    def no_training(*args):
+        raise AssertionError("a stored config was trained again")
+    monkeypatch.setattr(tr, "_job", no_training)
+    before = json.loads((tmp_path / "toy_aggregation.json").read_text())
+    tr.main(["--only", "aggregation", "--out", str(tmp_path)])
+    after = json.loads((tmp_path / "toy_aggregation.json").read_text())
+    assert after["runs"] == before["runs"]
+    assert len(after["meta"]["copied_from_stored_files"]) == 6
+    assert all("toy_aggregation.json" in c for c in after["meta"]["copied_from_stored_files"])
