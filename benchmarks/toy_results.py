@@ -46,14 +46,17 @@ def _key(config: dict) -> str:
 
 def stored_runs(out_dir: str) -> dict:
     """{config as JSON: (stored run in columns form, "file, date made")} over the result files in
-    ``out_dir``. A run copied from an older file may come from another machine: the same config
-    gives the same run on one machine, but another CPU's float rounding gives another warm start."""
+    ``out_dir`` made in this environment (torch version and CPU capability): the same config gives
+    the same run on one machine, but another CPU's float rounding gives another warm start."""
     from course_lib.toy.experiments import to_columns
+    from course_lib.toy.history import environment
     found = {}
     for fname in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
         if fname.startswith("toy_") and fname.endswith(".json"):
             with open(os.path.join(out_dir, fname)) as f:
                 raw = json.load(f)
+            if raw.get("meta", {}).get("environment") != environment():
+                continue                       # another machine's float rounding: not this run
             made = raw.get("meta", {}).get("finished", "?")
             for hists in raw.get("runs", {}).values():
                 for h in hists:
@@ -78,6 +81,7 @@ def main(argv=None) -> None:
     import torch
 
     from course_lib.toy.config import make_config
+    from course_lib.toy.history import environment
     from course_lib.toy.trainer import config_record
     stored = {} if a.rerun else stored_runs(a.out)
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}
@@ -101,6 +105,7 @@ def main(argv=None) -> None:
                 "steps": a.steps, "command": command.strip(), "threads_per_run": a.threads,
                 "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
                            f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
+                "environment": environment(),
                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "copied_from_stored_files": copied[name],
                 "note": "rows thinned to every 2nd step (and every evaluation), 4 significant digits"}

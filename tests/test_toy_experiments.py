@@ -47,15 +47,30 @@ def _toy_results():
     return mod
 
 
+def _stored_copy(tmp_path, env):
+    """toy_aggregation.json copied to tmp_path, marked as made in ``env``."""
+    raw = json.loads((DATA / "toy_aggregation.json").read_text())
+    raw["meta"]["environment"] = env
+    (tmp_path / "toy_aggregation.json").write_text(json.dumps(raw))
+    return raw
+
+
 def test_toy_results_copies_stored_runs_instead_of_training_them(tmp_path, monkeypatch):
+    from course_lib.toy.history import environment
     tr = _toy_results()
-    shutil.copy(DATA / "toy_aggregation.json", tmp_path / "toy_aggregation.json")
+    before = _stored_copy(tmp_path, environment())
     def no_training(*args):
         raise AssertionError("a stored config was trained again")
     monkeypatch.setattr(tr, "_job", no_training)
-    before = json.loads((tmp_path / "toy_aggregation.json").read_text())
     tr.main(["--only", "aggregation", "--out", str(tmp_path)])
     after = json.loads((tmp_path / "toy_aggregation.json").read_text())
     assert after["runs"] == before["runs"]
     assert len(after["meta"]["copied_from_stored_files"]) == 6
     assert all("toy_aggregation.json" in c for c in after["meta"]["copied_from_stored_files"])
+    assert after["meta"]["environment"] == environment()
+
+
+def test_toy_results_never_copies_a_run_made_in_another_environment(tmp_path):
+    tr = _toy_results()
+    _stored_copy(tmp_path, {"torch": "2.13.0+cpu", "cpu_capability": "some other CPU"})
+    assert tr.stored_runs(str(tmp_path)) == {}

@@ -129,7 +129,7 @@ SIZES: dict[str, dict] = {
     # units digits add up to 10 (benchmarks/toy_benchmark.md); this one passes 0.95 in about 2 min
     "cpu": dict(steps=1000, prompts_per_step=64, group_size=8, d_model=128, lr_schedule="cosine",
                 lr=1e-3, lr_min=1e-4, eval_every=50),
-    # untested here (no GPU was lent): a wider, deeper policy and 8x the batch
+    # not yet measured on a GPU: a wider, deeper policy and 8x the batch
     "gpu": dict(steps=2000, prompts_per_step=512, group_size=8, n_layer=4, d_model=256, n_head=8,
                 lr=5e-4, lr_schedule="cosine", lr_min=5e-5, warmup_steps=20, warm_steps=2000,
                 warm_lr=1e-3, eval_every=100),
