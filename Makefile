@@ -18,9 +18,9 @@ NVIDIA_SMI      ?= nvidia-smi
 
 # Prints the install commands, with '#' lines saying why. Decided in order, cheapest first:
 #   1. an NVIDIA GPU answers `nvidia-smi -L`, or not Linux -> pip's default build
-#   2. the pin is already installed, or a local wheel (pip's --find-links) provides it -> nothing to fetch
-#   3. PyTorch's CPU index answers within 5 s -> torch from it first, then the rest as usual
-#   4. otherwise -> pip's default build, quietly
+#   2. PyTorch's CPU index does not answer within 5 s -> pip's default build, quietly
+#   3. the pin is already installed, or a local wheel (pip's --find-links) provides it -> used as is
+#   4. otherwise -> torch from the CPU index first, then the rest as usual
 # The index never goes into requirements.txt: pip would ask it for every package, and retry it
 # for a minute where it is unreachable.
 define INSTALL_PLAN
@@ -28,14 +28,14 @@ if $(NVIDIA_SMI) -L >/dev/null 2>&1; then \
 	echo "# torch $(TORCH_PIN): NVIDIA GPU found, pip's default build (CUDA)"; \
 elif [ "$$(uname -s)" != Linux ]; then \
 	echo "# torch $(TORCH_PIN): pip's default build ($$(uname -s) has no separate CPU build)"; \
+elif ! timeout 5 $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
+		$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1; then \
+	echo "# torch $(TORCH_PIN): no NVIDIA GPU, $(TORCH_CPU_INDEX) unreachable: pip's default build"; \
 elif $(PIP) install --dry-run --no-deps --no-index --quiet torch==$(TORCH_PIN) >/dev/null 2>&1; then \
 	echo "# torch $(TORCH_PIN): installed already or a local wheel provides it, used as is"; \
-elif timeout 5 $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
-		$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1; then \
+else \
 	echo "# torch $(TORCH_PIN): no NVIDIA GPU, the CPU build from $(TORCH_CPU_INDEX)"; \
 	echo "$(PIP) install --quiet torch==$(TORCH_PIN) --extra-index-url $(TORCH_CPU_INDEX)"; \
-else \
-	echo "# torch $(TORCH_PIN): no NVIDIA GPU, $(TORCH_CPU_INDEX) unreachable: pip's default build"; \
 fi; \
 echo "$(PIP) install --quiet -r requirements.txt"
 endef
@@ -45,11 +45,8 @@ endef
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# pip is upgraded only when older than 22.2 (no --dry-run): an upgrade costs as much as the plan's check.
 $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
-	@$(BIN)/python -c 'import importlib.metadata as m, sys; \
-		sys.exit(tuple(map(int, m.version("pip").split(".")[:2])) < (22, 2))' 2>/dev/null \
-		|| $(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip
 	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
 	@cat $(VENV)/.install-plan
 	sh -e $(VENV)/.install-plan

@@ -153,18 +153,34 @@ def test_no_gpu_and_index_unreachable_falls_back_quickly_and_quietly(venvs, whee
     assert "unreachable" in reasons[0]
 
 
-def test_a_local_wheel_is_used_without_asking_the_index(venvs, wheels, smi, index):
+def test_a_local_wheel_is_used_rather_than_the_index(venvs, wheels, smi, index):
     _Index.hits.clear()
     reasons, commands = _plan(venvs["bare"], smi["absent"], index, wheels / "local")
     _assert_default(commands, venvs["bare"])
-    assert "local wheel" in reasons[0] and _Index.hits == []
+    assert "local wheel" in reasons[0] and _Index.hits == ["/torch/"]     # probed, nothing fetched
 
 
-def test_an_installed_torch_is_kept_without_asking_the_index(venvs, wheels, smi, index):
+def test_an_installed_torch_is_kept_rather_than_fetched_again(venvs, wheels, smi, index):
     _Index.hits.clear()
     reasons, commands = _plan(venvs["torch"], smi["absent"], index, wheels / "empty")
     _assert_default(commands, venvs["torch"])
-    assert "installed already" in reasons[0] and _Index.hits == []
+    assert "installed already" in reasons[0] and _Index.hits == ["/torch/"]
+
+
+def test_unreachable_index_with_a_local_wheel_costs_no_pip_run(venvs, wheels, smi, closed_url, tmp_path):
+    """Where the index cannot be reached the answer is pip's default either way: no pip run is spent
+    (a `pip` that logs its calls stands in for the venv's)."""
+    venv = tmp_path / "venv"
+    shutil.copytree(venvs["bare"], venv, symlinks=True)
+    log = tmp_path / "pip-calls"
+    real = (venv / "bin" / "python").resolve()
+    (venv / "bin" / "python").unlink()
+    (venv / "bin" / "python").write_text(
+        f'#!/bin/sh\n[ "$1 $2" = "-m pip" ] && echo "$@" >> {log}\nexec {real} "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    reasons, commands = _plan(venv, smi["absent"], closed_url, wheels / "local")
+    _assert_default(commands, venv)
+    assert "unreachable" in reasons[0] and not log.exists()
 
 
 def test_requirements_pin_torch_exactly_and_name_no_index():
