@@ -24,7 +24,7 @@ from course_lib.toy.history import environment, load_results
 from course_lib.toy.trainer import train
 
 DATA = Path(os.environ.get("COURSE_TOY_DATA", Path(__file__).parent.parent / "notebooks" / "data"))
-FILES = sorted(DATA.glob("toy_*.json"))
+FILES = sorted(p for p in DATA.glob("toy_*.json") if '"runs"' in p.read_text())   # comparison files
 STEPS = 2                                # stored rows: step 0 (after the warm start), 2, 4, ...
 NONDETERMINISTIC = ("time/", "speed/")   # wall-clock keys; every other metric is a function of the config
 
