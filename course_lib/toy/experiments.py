@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 
 from ..losses import available_losses
 from .config import ToyConfig, make_config
-from .trainer import History, train
+from .history import History, from_columns, load_results, to_columns  # noqa: F401 (re-exported)
+from .trainer import train
 
 
 @dataclass(frozen=True)
@@ -267,31 +268,6 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
                          "predicted": float(predicted), "one_rate": float(one_rate)})
         status.step(f"(T {temp:g})")
     return rows
-
-
-def to_columns(hist_json: dict) -> dict:
-    """History JSON (one dict per row) -> columns {key: [value or None per row]}: a third the size."""
-    rows = hist_json["rows"]
-    keys = sorted({k for r in rows for k in r})
-    cols = {k: [r.get(k) for r in rows] for k in keys}
-    return {"config": hist_json["config"], "warm_start_s": hist_json.get("warm_start_s", 0.0),
-            "columns": cols}
-
-
-def from_columns(d: dict) -> History:
-    cols = d["columns"]
-    n = len(cols["step"])
-    rows = [{k: v[i] for k, v in cols.items() if v[i] is not None} for i in range(n)]
-    return History.from_json({"config": d["config"], "rows": rows, "warm_start_s": d["warm_start_s"]})
-
-
-def load_results(path) -> tuple[dict, dict]:
-    """A result file of benchmarks/toy_results.py -> (meta, {label: [History per seed]})."""
-    import json
-    with open(path) as f:
-        raw = json.load(f)
-    load = lambda h: from_columns(h) if "columns" in h else History.from_json(h)   # noqa: E731
-    return raw["meta"], {label: [load(h) for h in hs] for label, hs in raw["runs"].items()}
 
 
 def precomputed(name: str, data_dir="data") -> dict:
