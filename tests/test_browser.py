@@ -44,6 +44,7 @@ def _free_port() -> int:
 def lab():
     work = Path(tempfile.mkdtemp(prefix="course-lab-"))
     shutil.copy(ROOT / "notebooks" / "02_group_advantages.ipynb", work)   # Lab autosaves: use a copy
+    shutil.copytree(ROOT / "notebooks" / "data", work / "data")          # chapter 02 reads chapter 07's runs
     # The course's settings defaults, as `make lab` installs them into the venv (overrides.json in the
     # app settings folder); empty user settings and workspaces so a reader's own cannot interfere.
     app_settings = work / "app-settings"
@@ -91,7 +92,7 @@ VIEW_STATE = """() => {
   const v = document.querySelector('.course-panel-view');
   if (!v) return null;
   const img = v.querySelector('img');
-  return {text: v.innerText, src: img ? img.src : null, n_img: v.querySelectorAll('img').length,
+  return {text: v.textContent, src: img ? img.src : null, n_img: v.querySelectorAll('img').length,
           shown: !!img && img.complete && img.naturalWidth > 0};
 }"""
 
@@ -102,7 +103,7 @@ WATCH = """(oldSrc) => {
   const v = document.querySelector('.course-panel-view');
   new MutationObserver(() => {
     const img = v.querySelector('img');
-    window.__panelStates.push({newText: v.innerText.includes('mean = 0.4375'),
+    window.__panelStates.push({newText: v.textContent.includes('mean = 0.4375'),
                                oldImg: !img || img.src === oldSrc});
   }).observe(v, {childList: true, subtree: true, characterData: true, attributes: true});
 }"""
