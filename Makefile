@@ -52,7 +52,7 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	sh -e $(VENV)/.install-plan
 	@touch $(STAMP)
 
-$(LAB_OVERRIDES): jupyter/lab/settings/overrides.json | $(STAMP)
+$(LAB_OVERRIDES): notebooks/.lab-settings/overrides.json | $(STAMP)
 	@mkdir -p $(@D)
 	cp $< $@
 

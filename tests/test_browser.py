@@ -49,7 +49,7 @@ def lab():
     # app settings folder); empty user settings and workspaces so a reader's own cannot interfere.
     app_settings = work / "app-settings"
     app_settings.mkdir()
-    shutil.copy(ROOT / "jupyter" / "lab" / "settings" / "overrides.json", app_settings)
+    shutil.copy(ROOT / "notebooks" / ".lab-settings" / "overrides.json", app_settings)
     port = _free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / "user-settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"))
