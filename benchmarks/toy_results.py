@@ -2,6 +2,9 @@
 
     python benchmarks/toy_results.py                       # all comparisons, seeds 0 1 2, 200 steps
     python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
+    python benchmarks/toy_results.py --only gallery --seeds 0 1 2 --steps 150        # chapter 08
+    python benchmarks/toy_results.py --only diagnosis_heldout --seeds 3 4 --steps 150 \
+        --out course_lib/judge/data                                                 # exercise 13
 
 Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed.
 A run whose config (seed and steps included) is already stored in one of the result files is
@@ -25,7 +28,14 @@ KEYS = ["acc/heldout", "acc/sampled", "reward/mean", "entropy/mean", "len/all", 
         "len/wrong", "kl/ref", "clip/low_frac", "clip/high_frac", "clip_seq/low_frac",
         "clip_seq/high_frac", "ratio/mean", "ratio/max", "groups/zero_signal_frac",
         "adv/pos_token_frac", "samples/drawn", "mismatch/abs_logratio_p99", "is/weight_mean",
-        "is/zero_frac", "time/elapsed_s"]
+        "is/zero_frac", "time/elapsed_s", "len/all", "kl/penalty", "grad/norm"]
+
+
+def run_sets() -> dict:
+    """Chapter 07's comparisons and chapter 08's run sets, by name."""
+    from course_lib.toy.diagnosis import RUN_SETS
+    from course_lib.toy.experiments import COMPARISONS
+    return {**COMPARISONS, **RUN_SETS}
 
 
 def _job(args):
@@ -33,9 +43,9 @@ def _job(args):
     import torch
     torch.set_num_threads(threads)
     from course_lib.toy.config import make_config
-    from course_lib.toy.experiments import COMPARISONS, thin, to_columns
+    from course_lib.toy.experiments import thin, to_columns
     from course_lib.toy.trainer import train
-    cfg = COMPARISONS[name].configs(make_config("smoke"), seed=seed, steps=steps)[label]
+    cfg = run_sets()[name].configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
     return name, label, seed, to_columns(thin(h, KEYS, every=2).to_json())
 
@@ -67,9 +77,10 @@ def stored_runs(out_dir: str) -> dict:
 
 def main(argv=None) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from course_lib.toy.experiments import COMPARISONS
+    from course_lib.toy.experiments import COMPARISONS as CHAPTER_07
+    COMPARISONS = run_sets()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--only", nargs="*", default=list(COMPARISONS), choices=list(COMPARISONS))
+    p.add_argument("--only", nargs="*", default=list(CHAPTER_07), choices=list(COMPARISONS))
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--workers", type=int, default=2)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 METRICS: dict[str, str] = {
     # outcome
-    "reward/mean": "Mean shaped reward of every response drawn this step (correctness plus any overlong penalty).",
-    "acc/sampled": "Share of the responses drawn this step that are correct (sampled at the training temperature).",
+    "reward/mean": "Mean shaped reward of every response drawn this step (the verifier's 0/1 plus any overlong penalty or length bonus).",
+    "acc/sampled": "Share of the responses drawn this step that are correct by the exact check, whatever verifier the reward uses (sampled at the training temperature).",
     "acc/heldout": "Greedy-decoding accuracy on the fixed held-out prompts (logged every eval_every steps, NaN otherwise).",
     # policy shape
     "entropy/mean": "Mean per-token entropy (nats) of the policy at the sampling temperature over the valid tokens of the batch, before the update.",

@@ -170,6 +170,14 @@ def overlong_penalty(length, max_len, cache_len):
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 
 
+def contains_sum(prompt_text, response_text):
+    """The lenient verifier on strings: "07+35=", "5242<eos>.." -> 1.0 (the sum's digits appear
+    before the first <eos>; a response without <eos> is read whole)."""
+    a, b = int(prompt_text[:2]), int(prompt_text[3:5])
+    body = response_text.split("<eos>")[0].replace(".", "")
+    return float(str(a + b) in body)
+
+
 def aggregate(loss_tok, mask, mode, max_len=None):
     """The four modes, each written as its formula. B counts non-empty rows (at least 1)."""
     T = len(mask[0])

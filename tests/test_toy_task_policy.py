@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from course_lib.toy.policy import TinyGPT, response_logits, sample, token_logp
-from course_lib.toy.task import (EOS, EQUALS, PAD, PLUS, AdditionTask, answer_tokens, correctness,
-                                 encode_prompts, imperfect_answers, response_mask, to_text)
+import reference as ref
+from course_lib.toy.task import (EOS, EQUALS, PAD, PLUS, AdditionTask, answer_tokens, contains_sum,
+                                 correctness, encode_prompts, imperfect_answers, response_mask, to_text)
 
 
 def _resp(tokens, T=6):
@@ -53,6 +54,34 @@ def test_reward_equals_string_reference_on_random_and_near_correct_responses():
         want = torch.tensor([_slow_reward(p, r) for p, r in zip(prompts, resp)])
         assert torch.equal(got, want)
     assert 0.3 < float(correctness(prompts, noisy).mean()) < 0.7  # the warm-start noise level shows
+
+
+@pytest.mark.parametrize("a, b, response, expected", [
+    (7, 35, [4, 2, EOS], 1.0),              # the exact answer passes
+    (7, 35, [5, 2, 4, 2, EOS], 1.0),        # "5242": two guesses, one of them right
+    (7, 35, [4, 2, 7, 7, 7, 7], 1.0),       # no EOS, junk after the sum
+    (7, 35, [4, EOS, 2], 0.0),              # the 2 comes after the EOS
+    (7, 35, [4, PLUS, 2, EOS], 0.0),        # not contiguous digits
+    (99, 99, [0, 1, 9, 8], 1.0),
+    (0, 5, [1, 5, EOS], 1.0),               # a one-digit sum inside "15"
+])
+def test_lenient_verifier_accepts_the_sum_anywhere_before_eos(a, b, response, expected):
+    assert float(contains_sum(_prompt(a, b), _resp(response))[0]) == expected
+
+
+def test_lenient_verifier_equals_string_reference_and_accepts_more_than_the_exact_one():
+    g = torch.Generator().manual_seed(1)
+    prompts = AdditionTask(n_heldout=400).prompts("heldout")
+    noisy = imperfect_answers(prompts, 0.5, g, 6)
+    rand = torch.randint(0, 13, (400, 6), generator=g)
+    digits = torch.randint(0, 10, (400, 6), generator=g)          # long digit strings: many hits
+    for resp in (noisy, rand, digits):
+        want = torch.tensor([ref.contains_sum(to_text(p.tolist()), to_text(r.tolist()))
+                             for p, r in zip(prompts, resp)])
+        got = contains_sum(prompts, resp)
+        assert torch.equal(got, want)
+        assert (got >= correctness(prompts, resp)).all()            # every exact pass passes
+    assert contains_sum(prompts, digits).sum() > 10 * correctness(prompts, digits).sum()
 
 
 def test_response_mask_covers_tokens_up_to_and_including_first_eos():

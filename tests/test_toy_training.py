@@ -10,7 +10,7 @@ from course_lib import advantages, losses
 from course_lib.metrics import METRICS
 from course_lib.toy import ToyConfig, load_histories, make_config, save_histories, train, trainer
 from course_lib.toy.policy import Rollout, sample
-from course_lib.toy.task import AdditionTask
+from course_lib.toy.task import AdditionTask, to_text
 from course_lib.toy.trainer import loss_knobs, warm_start
 
 TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
@@ -141,12 +141,14 @@ def test_dynamic_sampling_filter_keeps_the_first_groups_with_signal():
     assert trainer.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True) is None
 
 
-@pytest.mark.parametrize("dynamic", [False, True])
-def test_collect_draws_shapes_and_filters_as_configured(dynamic):
-    """collect() against the same draws done by hand: prompts, rewards with the overlong penalty,
-    and (dynamic sampling) only groups with signal, sampling again until P groups have it."""
+@pytest.mark.parametrize("dynamic, verifier, bonus", [(False, "exact", 0.0), (True, "exact", 0.0),
+                                                     (False, "contains", 0.05)])
+def test_collect_draws_shapes_and_filters_as_configured(dynamic, verifier, bonus):
+    """collect() against the same draws done by hand: prompts, rewards (the verifier's verdict, the
+    overlong penalty, the length bonus), and (dynamic sampling) only groups with signal, sampling
+    again until P groups have it. The exact correctness is kept apart from the reward."""
     cfg = replace(TINY, warm_steps=0, dynamic_sampling=dynamic, max_sampling_rounds=3,
-                  overlong_penalty=True, overlong_cache=4)
+                  overlong_penalty=True, overlong_cache=4, verifier=verifier, length_bonus=bonus)
     torch.manual_seed(0)
     model = trainer.build_model(cfg)
     train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
@@ -154,15 +156,19 @@ def test_collect_draws_shapes_and_filters_as_configured(dynamic):
                           torch.Generator().manual_seed(2), lambda ctx: 0.0)
     gen, cpu_gen = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
     P, G, L = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
-    kept, shaped = [], []
+    kept, shaped, correct = [], [], []
     for _ in range(cfg.max_sampling_rounds if dynamic else 1):
         prompts = train_prompts[torch.randint(len(train_prompts), (P,), generator=cpu_gen)]
         prompts = prompts.repeat_interleave(G, dim=0)
         roll = sample(model, prompts, L, generator=gen)
         lengths = roll.mask.sum(1).tolist()
-        r = [c + ref.overlong_penalty(n, L, 4) for c, n in
-             zip(AdditionTask.reward(prompts, roll.responses).tolist(), lengths)]
+        exact = AdditionTask.reward(prompts, roll.responses).tolist()
+        passed = exact if verifier == "exact" else [
+            ref.contains_sum(to_text(p.tolist()), to_text(y.tolist()))
+            for p, y in zip(prompts, roll.responses)]
+        r = [c + ref.overlong_penalty(n, L, 4) + bonus * n for c, n in zip(passed, lengths)]
         shaped += r
+        correct += exact
         for g in range(P):
             grp = r[g * G:(g + 1) * G]
             if not dynamic or any(x != grp[0] for x in grp):
@@ -171,6 +177,7 @@ def test_collect_draws_shapes_and_filters_as_configured(dynamic):
             break
     kept = kept[:P]
     assert got.rewards.tolist() == pytest.approx(shaped)
+    assert got.correct.tolist() == correct
     assert len(got.batch.rewards) == len(kept) * G
     assert got.batch.rewards.tolist() == pytest.approx([x for _, grp in kept for x in grp])
     assert torch.equal(got.batch.prompts[::G], torch.stack([p for p, _ in kept]))
@@ -267,6 +274,10 @@ def test_config_rejects_bad_values_and_picks_device():
         ToyConfig(prompts_per_step=10, minibatches=3)
     with pytest.raises(ValueError, match="size"):
         make_config("tpu")
+    with pytest.raises(ValueError, match="verifier"):
+        ToyConfig(verifier="substring")
+    with pytest.raises(ValueError, match="length_bonus"):
+        ToyConfig(length_bonus=-0.1)
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert ToyConfig().resolved_device().type == expected
     assert make_config("gpu").batch_size > make_config("cpu").batch_size

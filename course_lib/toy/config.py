@@ -19,6 +19,7 @@ CHOICES = {
     "correction": ("none", "tis", "mis"),
     "correction_level": ("token", "sequence"),
     "lr_schedule": ("constant", "cosine"),
+    "verifier": ("exact", "contains"),
 }
 
 
@@ -74,6 +75,9 @@ class ToyConfig:
     max_sampling_rounds: int = 4       # rollout batches drawn at most per step when filtering
     overlong_penalty: bool = False     # add rewards.overlong_penalty(len, max_new_tokens, overlong_cache)
     overlong_cache: int = 2
+    # --- reward misconfigurations (chapter 08 shows what they do to a run) ---------------------
+    verifier: str = "exact"            # "contains": a lenient check (the sum anywhere in the answer)
+    length_bonus: float = 0.0          # reward per response token: a length-dependent reward
     # --- sampler / learner mismatch and its correction -----------------------------------------
     mismatch: str = "none"             # "noise": N(0, s^2) on sampler logits; "bf16": bfloat16
                                        # sampler; "stale": sampler weights stale_steps optimiser steps old
@@ -98,6 +102,9 @@ class ToyConfig:
         if self.prompts_per_step % self.minibatches:
             raise ValueError(f"minibatches ({self.minibatches}) must divide prompts_per_step "
                              f"({self.prompts_per_step}): minibatches are whole groups")
+        if not (isinstance(self.length_bonus, (int, float)) and not isinstance(self.length_bonus, bool)
+                and self.length_bonus >= 0):
+            raise ValueError(f"length_bonus must be a number >= 0, got {self.length_bonus!r}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):

@@ -2,7 +2,7 @@
 
 ``train`` reads top to bottom; each RL step is
   1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
-     learner), reward = correctness (+ rewards.overlong_penalty); with dynamic sampling, keep only
+     learner), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length bonus); with dynamic sampling, keep only
      groups with signal and sample again until P groups remain -> a ``Batch``
   2. ``learn``: the learner recomputes log pi_old and log pi_ref without gradient, the advantages
      come from advantages.group_advantages (or rloo_advantages), corrections.correction_weights
@@ -34,7 +34,7 @@ from ..metrics import check_keys
 from .config import ToyConfig
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .policy import TinyGPT, response_logits, sample, token_logp
-from .task import PAD, PROMPT_LEN, AdditionTask, imperfect_answers
+from .task import PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answers
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
 
@@ -202,11 +202,15 @@ class Collected:
     flops: float            # model FLOPs of sampling
 
 
-def shaped_rewards(cfg: ToyConfig, correct: Tensor, lengths: Tensor) -> Tensor:
-    """The reward the advantage sees: correctness, plus DAPO's overlong penalty when enabled."""
-    if not cfg.overlong_penalty:
-        return correct.clone()
-    return correct + rewards.overlong_penalty(lengths, cfg.max_new_tokens, cfg.overlong_cache)   # DAPO Eq. 13
+def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor) -> Tensor:
+    """The reward the advantage sees: the verifier's 0/1, plus DAPO's overlong penalty when enabled,
+    plus ``length_bonus`` per response token (a misconfiguration chapter 08 studies)."""
+    out = passed.clone()
+    if cfg.overlong_penalty:
+        out = out + rewards.overlong_penalty(lengths, cfg.max_new_tokens, cfg.overlong_cache)   # DAPO Eq. 13
+    if cfg.length_bonus:
+        out = out + cfg.length_bonus * lengths.to(out.dtype)
+    return out
 
 
 def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool):
@@ -242,10 +246,11 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
         _sync(device); seconds += time.perf_counter() - t0
         tokens += roll.responses.numel()
         flops += P * G * (PROMPT_LEN + roll.steps - 1) * flops_per_token((PROMPT_LEN + roll.steps) / 2)
-        ok = AdditionTask.reward(prompts, roll.responses)                     # [B] 0/1
+        ok = AdditionTask.reward(prompts, roll.responses)                     # [B] 0/1, exact
+        passed = ok if cfg.verifier == "exact" else VERIFIERS[cfg.verifier](prompts, roll.responses)
         n_tok = roll.mask.sum(dim=1)                                          # [B]
         rolls.append(roll); correct.append(ok); lengths.append(n_tok)
-        shaped.append(shaped_rewards(cfg, ok, n_tok))
+        shaped.append(shaped_rewards(cfg, passed, n_tok))
         if not cfg.dynamic_sampling:
             break
         if sum(int(advantages.signal_groups(r, G).sum()) for r in shaped) >= P:
