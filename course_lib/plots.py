@@ -337,7 +337,7 @@ COURSE_PARTS = [
     ("mismatch weight", r"$w_{i,t}$", ("06",), ("06",)),
     ("aggregation", r"$\alpha_{i,t}$", ("03",), ("03",)),
     ("KL penalty", r"$\beta\,\widehat{\mathrm{KL}}$", ("04",), ("04",)),
-    ("all of it, trained", "a toy model", ("07",), ()),
+    ("all of it, trained", "a toy model", ("07", "08"), ("08",)),
 ]
 
 

@@ -310,7 +310,7 @@ def test_doctor_reports_python_torch_device_and_gradable_exercises(capsys):
     assert cli.main(["--json", "doctor"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["torch"] and info["device"] in ("cpu", "cuda")
-    assert len(info["exercises"]) == 12 and all(r["gradable"] for r in info["exercises"])
+    assert len(info["exercises"]) == len(EXERCISES) and all(r["gradable"] for r in info["exercises"])
 
 
 def test_unknown_or_ambiguous_ids_are_usage_errors():

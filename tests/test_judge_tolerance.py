@@ -183,8 +183,10 @@ def test_loop_based_correct_solutions_pass(tmp_path):
 
 
 def test_a_value_off_by_1e_3_fails_every_case_of_every_exercise(tmp_path):
-    results = _grade_all({e.id: _file(tmp_path, e, "near_value", NEAR_VALUE)
-                          for e in EXERCISES.values()})
+    # exercises graded by a score over labels (ex13) have no values to be near
+    numeric = [e for e in EXERCISES.values() if any(c.score is None for c in ExerciseKit(e).cases)]
+    assert len(numeric) >= len(EXERCISES) - 1
+    results = _grade_all({e.id: _file(tmp_path, e, "near_value", NEAR_VALUE) for e in numeric})
     passing = {ex_id: [c["name"] for c in res["cases"] if c["passed"]]
                for ex_id, res in results.items()}
     assert all(res["total"] > 0 for res in results.values())

@@ -157,7 +157,8 @@ def evaluate(fn, case: Case, budget: Budget | None = None, path=None) -> Outcome
     ctx = budget.running() if budget is not None else contextlib.nullcontext()
     try:
         with ctx:
-            out = fn(*args.values(), **kwargs)
+            out = (case.call(fn, *args.values(), **kwargs) if case.call is not None
+                   else fn(*args.values(), **kwargs))
             if case.grad_wrt is not None and isinstance(out, Tensor) and out.is_floating_point():
                 res.has_grad = bool(out.requires_grad)
                 if out.requires_grad and (case.expected_grad is not None or case.kind == "grad"):
@@ -415,6 +416,10 @@ class ExerciseKit:
             theirs = evaluate(fn, case)
             if theirs.error:
                 continue
+            if case.score is not None:          # scored: the variant falls short and agrees exactly
+                if part == "value" and case.score(theirs.value) is not None and theirs.value == got.value:
+                    found.append(hint)
+                continue
             value_wrong = compare(theirs.value, ref.value, "", case.atol, case.rtol,
                                   strict_dtype=False) is not None
             if part == "value":
@@ -549,6 +554,15 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
         names = ", ".join(f"`{m}`" for m in got.mutated)
         g.message = (f"your function changed its input {names} in place (e.g. with `-=`, "
                      "`.clamp_()`, or indexing assignment); work on a copy instead")
+        return g
+    if case.score is not None:
+        msg = case.score(got.value)
+        if msg:
+            g.message = msg
+            g.candidates = kit.recognise_all(i, got, "value")
+            g.hint = (g.candidates or [None])[0]
+            return g
+        g.passed = True
         return g
     ref = kit.reference_outcome(i)
     mask = case.args.get("mask", case.kwargs.get("mask"))

@@ -61,6 +61,8 @@ _CATALOGUE = [
     ("ex11_overlong_penalty", "DAPO soft overlong punishment", "03_loss_aggregation", 1,
      ("overlong_penalty",)),
     ("ex12_adaptive_kl", "Adaptive KL controller", "04_kl_estimators", 1, ("adaptive_kl_update",)),
+    ("ex13_diagnose_runs", "Diagnose a run from its curves", "08_reading_training_curves", 3,
+     ("diagnose",)),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}

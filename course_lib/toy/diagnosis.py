@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 from .experiments import Comparison
 
-# every run of the chapter and of the exercise: 150 steps of 32 prompts x 8 responses (about 20 s
+# every run of the chapter and of the exercise: 32 prompts x 8 responses a step, 150 steps (about 20 s
 # of one CPU core each), on top of the smoke size's policy and warm start
 SIZE = dict(prompts_per_step=32, group_size=8, eval_every=25)
-STEPS = 150
+# a derived monitor: shaped reward minus exact accuracy, 0 when the reward is exactly the verifier's 0/1
+REWARD_GAP = "reward - acc/sampled"
 
 LABELS: dict[str, str] = {
     "healthy": "reward and held-out accuracy rise; entropy and KL move slowly",
@@ -29,11 +30,28 @@ LABELS: dict[str, str] = {
 }
 
 
+# The monitors every run should watch (each defined once in metrics.METRICS) and what each warns of.
+MONITORS: tuple[tuple[str, str], ...] = (
+    ("reward/mean", "falls: something broke; rises while acc/sampled falls: the reward pays for something else"),
+    ("acc/sampled", "the exact check on the same responses: the reward's yardstick"),
+    ("acc/heldout", "prompts never trained on: the only number that says the policy got better"),
+    ("entropy/mean", "low and falling while accuracy stalls: exploration is gone"),
+    ("len/correct", "right answers: their length should stay put on this task"),
+    ("len/wrong", "wrong answers growing to the budget: a length-dependent reward or loss"),
+    ("kl/ref", "climbing fast: the policy is leaving the reference faster than it learns"),
+    ("adv/pos_token_frac", "share of tokens pushed up; with 0/1 rewards about the accuracy of mixed groups"),
+    ("groups/zero_signal_frac", "near 1 from the start: the prompts are too hard (or too easy) for the policy"),
+    ("clip/low_frac", "0 with one gradient step per batch; rises with several steps or a stale pi_old"),
+    ("clip/high_frac", "as clip/low_frac, for A > 0 and the upper bound"),
+    ("mismatch/abs_logratio_p99", "float noise (~1e-6) when sampler and learner agree; a tail means they do not"),
+)
+
+
 @dataclass(frozen=True)
 class Failure:
     label: str          # a key of LABELS
     bad: dict           # the misconfiguration (config overrides on top of the healthy run)
-    curve: str          # the monitor that shows it first
+    curve: str          # the monitor that shows it first (a metrics key, or REWARD_GAP)
     cause: str          # one line
     knob: str           # what fixes it
     fix: dict | None = None   # a fixed run other than the healthy one, if the chapter shows it
@@ -60,7 +78,7 @@ FAILURES: tuple[Failure, ...] = (
             "batch can support",
             "lr 1e-3 (the healthy run); a KL term of 1.0 is shown too",
             fix=dict(lr=5e-3, kl_coef=1.0), fix_name="lr 5e-3 + KL 1.0"),
-    Failure("reward_hacking", dict(verifier="contains"), "reward/mean",
+    Failure("reward_hacking", dict(verifier="contains"), REWARD_GAP,
             "the verifier accepts any answer that contains the sum's digits, so longer strings of "
             "digits earn reward", "the exact verifier (the healthy run)"),
     Failure("no_signal", dict(warm_steps=0), "groups/zero_signal_frac",
@@ -114,7 +132,7 @@ HELDOUT = Comparison(
         "kl_runaway / lr 4e-3": dict(lr=4e-3),
         "reward_hacking / lr 7e-4": dict(verifier="contains", lr=7e-4),
         "reward_hacking / lr 2e-3": dict(verifier="contains", lr=2e-3),
-        "no_signal / cold start": dict(warm_steps=0),
+        "no_signal / cold start, T 0.7": dict(warm_steps=0, temperature=0.7),
         "no_signal / budget 2 tokens": dict(max_new_tokens=2),
     })
 
@@ -124,3 +142,52 @@ RUN_SETS = {"gallery": GALLERY, "diagnosis_heldout": HELDOUT}
 def true_label(variant: str) -> str:
     """The label of a held-out variant name ("kl_runaway / lr 3e-3" -> "kl_runaway")."""
     return variant.split(" / ")[0]
+
+
+# ---- reading the curves ------------------------------------------------------------------------
+def with_reward_gap(h):
+    """A copy of History ``h`` whose rows also hold REWARD_GAP (shaped reward minus exact accuracy):
+    any gap means the reward pays for something besides the exact answer."""
+    import copy
+    out = copy.deepcopy(h)
+    for r in out.rows:
+        if r.get("reward/mean") is not None and r.get("acc/sampled") is not None:
+            r[REWARD_GAP] = r["reward/mean"] - r["acc/sampled"]
+    return out
+
+
+def _by_step(hists: list, key: str) -> dict:
+    """{step: [value per run]} at the steps every run logged."""
+    per = [dict(zip(*h.series(key))) for h in hists]
+    common = set.intersection(*(set(p) for p in per)) if per else set()
+    return {s: [p[s] for p in per] for s in sorted(common)}
+
+
+def departure_step(runs: list, healthy: list, key: str, *, k: float = 3.0, window: int = 5,
+                   persist: int = 5, floor: float = 1e-4) -> int | None:
+    """The first step from which the seed mean of ``key`` over ``runs`` stays away from the healthy
+    runs' seed mean for ``persist`` logged rows in a row, or None if it never does.
+
+    "Away": the two means, each smoothed by a trailing mean over ``window`` rows, differ by more than
+    ``k`` times the healthy runs' typical spread (median over steps of max - min between seeds), plus
+    ``floor``. Both lists hold one History per seed, logged at the same steps.
+    """
+    if not runs or not healthy:
+        raise ValueError("runs and healthy must each hold at least one History")
+    if persist < 1 or window < 1:
+        raise ValueError(f"persist and window must be >= 1, got {persist}, {window}")
+    from .curves import smooth
+    bad, ref = _by_step(runs, key), _by_step(healthy, key)
+    steps = [s for s in ref if s in bad]
+    if not steps:
+        raise ValueError(f"no step where every run logged {key!r}")
+    spreads = sorted(max(ref[s]) - min(ref[s]) for s in steps)
+    threshold = k * spreads[len(spreads) // 2] + floor
+    mean = lambda v: sum(v) / len(v)        # noqa: E731
+    b = smooth([mean(bad[s]) for s in steps], window)
+    r = smooth([mean(ref[s]) for s in steps], window)
+    away = [abs(x - y) > threshold for x, y in zip(b, r)]
+    for i in range(len(steps) - persist + 1):
+        if all(away[i:i + persist]):
+            return steps[i]
+    return None
