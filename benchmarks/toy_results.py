@@ -51,7 +51,11 @@ def _job(args):
 
 
 def _key(config: dict) -> str:
-    return json.dumps(config, sort_keys=True)
+    """A config as JSON, with fields added to ToyConfig since it was stored filled in with their
+    defaults (a run stored before a field existed ran with that field's default)."""
+    from course_lib.toy.config import ToyConfig
+    from course_lib.toy.history import config_record
+    return json.dumps({**config_record(ToyConfig()), **config}, sort_keys=True)
 
 
 def stored_runs(out_dir: str) -> dict:

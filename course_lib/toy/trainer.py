@@ -2,8 +2,8 @@
 
 ``train`` reads top to bottom; each RL step is
   1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
-     learner), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length bonus); with dynamic sampling, keep only
-     groups with signal and sample again until P groups remain -> a ``Batch``
+     learner), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length bonus); with
+     dynamic sampling, keep only groups with signal and sample again until P groups remain -> a ``Batch``
   2. ``learn``: the learner recomputes log pi_old and log pi_ref without gradient, the advantages
      come from advantages.group_advantages (or rloo_advantages), corrections.correction_weights
      gives the TIS/MIS weight against the sampler's log-probs (``targets``); then for each epoch and
