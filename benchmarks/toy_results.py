@@ -1,10 +1,12 @@
 """Run chapter 07's comparisons over several seeds and store small JSON result files.
 
-    python benchmarks/toy_results.py                       # all comparisons, seeds 0 1 2, 200 steps
+    python benchmarks/toy_results.py                       # chapter 07's comparisons, seeds 0 1 2, 200 steps
     python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
-    python benchmarks/toy_results.py --only gallery --seeds 0 1 2 --steps 150        # chapter 08
-    python benchmarks/toy_results.py --only diagnosis_heldout --seeds 3 4 --steps 150 \
-        --out course_lib/judge/data                                                 # exercise 13
+    python benchmarks/toy_results.py --only gallery                                  # chapter 08
+    python benchmarks/toy_results.py --only diagnosis_heldout --out course_lib/judge/data   # exercise 13
+
+Each comparison stores its own seeds and steps (``Comparison.seeds`` / ``steps``: chapter 07's 0 1 2 and
+200, chapter 08's gallery 150 steps, exercise 13's held-out runs seeds 3 4); --seeds and --steps override.
 
 Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed.
 A run whose config (seed and steps included) is already stored in one of the result files is
@@ -85,14 +87,21 @@ def main(argv=None) -> None:
     COMPARISONS = run_sets()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", default=list(CHAPTER_07), choices=list(COMPARISONS))
-    p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
-    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--seeds", nargs="*", type=int, default=None, help="default: the comparison's own")
+    p.add_argument("--steps", type=int, default=None, help="default: the comparison's own")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=os.path.join("notebooks", "data"))
     p.add_argument("--rerun", action="store_true", help="train every run, even one already stored")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
+
+    def seeds_of(name):
+        return list(a.seeds) if a.seeds is not None else list(COMPARISONS[name].seeds)
+
+    def steps_of(name):
+        return a.steps if a.steps is not None else COMPARISONS[name].steps
+
     import torch
 
     from course_lib.toy.config import make_config
@@ -103,28 +112,28 @@ def main(argv=None) -> None:
     copied: dict = {n: [] for n in a.only}
     jobs = []
     for n in a.only:
-        for s in a.seeds:
-            for label, cfg in COMPARISONS[n].configs(make_config("smoke"), seed=s, steps=a.steps).items():
+        for s in seeds_of(n):
+            for label, cfg in COMPARISONS[n].configs(make_config("smoke"), seed=s, steps=steps_of(n)).items():
                 hit = stored.get(_key(json.loads(json.dumps(config_record(cfg)))))
                 if hit is not None:
                     results[n][label][s] = hit[0]
                     copied[n].append(f"{label} / seed {s} (from {hit[1]})")
                 else:
-                    jobs.append((n, label, s, a.steps, a.threads))
+                    jobs.append((n, label, s, steps_of(n), a.threads))
     pending = {n: sum(j[0] == n for j in jobs) for n in a.only}
     t0 = time.time()
     command = "python benchmarks/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def write(name):
-        meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": a.seeds,
-                "steps": a.steps, "command": command.strip(), "threads_per_run": a.threads,
+        meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": seeds_of(name),
+                "steps": steps_of(name), "command": command.strip(), "threads_per_run": a.threads,
                 "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
                            f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
                 "environment": environment(),
                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "copied_from_stored_files": copied[name],
                 "note": "rows thinned to every 2nd step (and every evaluation), 4 significant digits"}
-        runs = {label: [results[name][label][s] for s in a.seeds] for label in results[name]}
+        runs = {label: [results[name][label][s] for s in seeds_of(name)] for label in results[name]}
         path = os.path.join(a.out, f"toy_{name}.json")
         with open(path, "w") as f:
             json.dump({"meta": meta, "runs": runs}, f, separators=(",", ":"))

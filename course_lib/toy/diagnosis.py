@@ -112,6 +112,7 @@ GALLERY = Comparison(
     keys=("acc/heldout", "reward/mean", "acc/sampled", "entropy/mean", "len/wrong", "kl/ref",
           "groups/zero_signal_frac", "mismatch/abs_logratio_p99"),
     base=dict(SIZE),
+    steps=150,
     variants=_gallery_variants())
 
 # Exercise 13's held-out runs: "true label / what differs". Other seeds (3 and 4) and other strengths
@@ -121,6 +122,8 @@ HELDOUT = Comparison(
     metric="acc/heldout",
     keys=GALLERY.keys,
     base=dict(SIZE),
+    seeds=(3, 4),
+    steps=150,
     variants={
         "healthy / grpo": {},
         "healthy / dapo": dict(loss="dapo"),

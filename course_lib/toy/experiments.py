@@ -20,6 +20,8 @@ class Comparison:
     base: dict = field(default_factory=dict)
     x: str = "step"            # x axis of the curves: "step" or "samples/drawn"
     keys: tuple = ()           # metrics the chapter tables and plots, the tested one first
+    seeds: tuple = (0, 1, 2)   # what benchmarks/toy_results.py stores unless told otherwise
+    steps: int = 200
 
     def __post_init__(self):
         if self.keys and self.keys[0] != self.metric:
