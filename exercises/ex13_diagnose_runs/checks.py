@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "notebooks" / "data" / "toy_gallery.json"
 HELDOUT = ROOT / "course_lib" / "judge" / "data" / "toy_diagnosis_heldout.json"
 BAR = 0.8            # share of runs right
+SHORT = {"entropy_collapse": "entropy", "length_blowup": "length", "stale_sampler": "stale",
+         "kl_runaway": "kl", "reward_hacking": "hacking"}     # column heads of the confusion table
 LABEL_BAR = 0.5      # and at least this share right within every label
 
 
@@ -38,14 +40,14 @@ def diagnose_each(fn, runs):
 def confusion(truth, got) -> str:
     """A table: one row per true label, how many runs were given each label."""
     cols = list(LABELS) + sorted({g for g in got if g not in LABELS}, key=str)
-    short = {c: str(c)[:12] for c in cols}
+    short = {c: SHORT.get(c, str(c)[:10]) for c in cols}
     width = max(len(t) for t in LABELS) + 2
-    lines = ["true \\ given".ljust(width) + " ".join(f"{short[c]:>12}" for c in cols) + "   right"]
+    lines = ["true \\ given".ljust(width) + " ".join(f"{short[c]:>10}" for c in cols) + "   right"]
     for t in LABELS:
         row = [sum(1 for a, b in zip(truth, got) if a == t and b == c) for c in cols]
         n = sum(row)
         if n:
-            lines.append(t.ljust(width) + " ".join(f"{v:>12}" for v in row) + f"   {row[cols.index(t)]}/{n}")
+            lines.append(t.ljust(width) + " ".join(f"{v:>10}" for v in row) + f"   {row[cols.index(t)]}/{n}")
     return "\n".join(lines)
 
 
