@@ -106,8 +106,8 @@ def _gallery_variants() -> dict:
 
 
 GALLERY = Comparison(
-    claim="Each deliberate misconfiguration shows first in one monitor, and its fix brings that "
-          "monitor back to the healthy run's.",
+    claim="Each deliberate misconfiguration shows first in one monitor; the chapter shows its fix next "
+          "to it (the healthy run, or a fixed run), and for two failures a remedy that is not enough.",
     metric="acc/heldout",
     keys=("acc/heldout", "reward/mean", "acc/sampled", "entropy/mean", "len/wrong", "kl/ref",
           "groups/zero_signal_frac", "mismatch/abs_logratio_p99"),
