@@ -340,10 +340,9 @@ def gallery_panel(runs: dict) -> Panel:
         sel = {"healthy": runs["healthy"], failure: runs[failure]}
         if f.fix is not None:
             sel[f.fix_name] = runs[f.fix_name]
-        both = runs[failure] + runs["healthy"]
-        common = set.intersection(*(set(h.series(monitor)[0]) for h in both))
-        if len(common) < 20:                     # e.g. len/correct when a run gets almost nothing right
-            moved = f"is logged at only {len(common)} steps in every run: too few to tell when it departs"
+        n_common = len(diagnosis.by_step(runs[failure] + runs["healthy"], monitor))
+        if n_common < 20:                        # e.g. len/correct when a run gets almost nothing right
+            moved = f"is logged at only {n_common} steps in every run: too few to tell when it departs"
         else:
             step = diagnosis.departure_step(runs[failure], runs["healthy"], monitor)
             moved = (f"leaves the healthy band at step {step}" if step is not None

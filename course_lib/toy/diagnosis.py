@@ -164,7 +164,7 @@ def with_reward_gap(h):
     return out
 
 
-def _by_step(hists: list, key: str) -> dict:
+def by_step(hists: list, key: str) -> dict:
     """{step: [value per run]} at the steps every run logged."""
     per = [dict(zip(*h.series(key))) for h in hists]
     common = set.intersection(*(set(p) for p in per)) if per else set()
@@ -185,7 +185,7 @@ def departure_step(runs: list, healthy: list, key: str, *, k: float = 3.0, windo
     if persist < 1 or window < 1:
         raise ValueError(f"persist and window must be >= 1, got {persist}, {window}")
     from .curves import smooth
-    bad, ref = _by_step(runs, key), _by_step(healthy, key)
+    bad, ref = by_step(runs, key), by_step(healthy, key)
     steps = [s for s in ref if s in bad]
     if not steps:
         raise ValueError(f"no step where every run logged {key!r}")
