@@ -8,7 +8,9 @@
 Each comparison stores its own seeds and steps (``Comparison.seeds`` / ``steps``: chapter 07's 0 1 2 and
 200, chapter 08's gallery 150 steps, exercise 13's held-out runs seeds 3 4); --seeds and --steps override.
 
-Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed.
+Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed, with
+each label's fingerprint (``course_lib.toy.fingerprint``: its first seed's first steps in float64),
+which tests/test_toy_stored.py checks on every machine.
 A run whose config (seed and steps included) is already stored in one of the result files is
 copied from there instead of trained again (training is deterministic for a config); --rerun
 trains every run. The file's meta says which runs were copied.
@@ -62,8 +64,9 @@ def _key(config: dict) -> str:
 
 def stored_runs(out_dir: str) -> dict:
     """{config as JSON: (stored run in columns form, "file, date made")} over the result files in
-    ``out_dir`` made in this environment (torch version and CPU capability): the same config gives
-    the same run on one machine, but another CPU's float rounding gives another warm start."""
+    ``out_dir`` made in this environment (``history.environment()``: torch build, CPU model, float-path
+    variables): the same config gives the same run there, but another CPU's float rounding gives
+    another warm start."""
     from course_lib.toy.experiments import to_columns
     from course_lib.toy.history import environment
     found = {}
@@ -105,6 +108,7 @@ def main(argv=None) -> None:
     import torch
 
     from course_lib.toy.config import make_config
+    from course_lib.toy.fingerprint import fingerprint
     from course_lib.toy.history import environment
     from course_lib.toy.trainer import config_record
     stored = {} if a.rerun else stored_runs(a.out)
@@ -125,11 +129,13 @@ def main(argv=None) -> None:
     command = "python benchmarks/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])
 
     def write(name):
+        first = COMPARISONS[name].configs(make_config("smoke"), seed=seeds_of(name)[0], steps=steps_of(name))
         meta = {"comparison": name, "claim": COMPARISONS[name].claim, "seeds": seeds_of(name),
                 "steps": steps_of(name), "command": command.strip(), "threads_per_run": a.threads,
                 "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
                            f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
                 "environment": environment(),
+                "fingerprints": {label: fingerprint(cfg) for label, cfg in first.items()},
                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "copied_from_stored_files": copied[name],
                 "note": "rows thinned to every 2nd step (and every evaluation), 4 significant digits"}

@@ -1,76 +1,142 @@
-"""Chapter 07's stored result files match the code that is supposed to have made them.
+"""The stored result files (chapters 07 and 08, exercise 13) match the code that is supposed to have made them.
 
-The notebook's asserts read notebooks/data/toy_*.json, so a change to the trainer (or to anything
-it calls) could leave them describing a different algorithm. This test re-runs the first two steps
-of every stored comparison's seed 0 (one thread, deterministic) and checks every stored metric
-except wall times against the stored rows, to the 4 significant digits they keep: a change that
-alters a comparison fails here until its file is regenerated.
+The chapters' asserts read ``toy_*.json``, so a change to the trainer (or to anything it calls) could
+leave them describing another algorithm. Two checks, so that one of them runs on every machine:
 
-Float results depend on the PyTorch version and the CPU's kernels (AVX2 vs AVX512), so a file
-that records the environment it was made in (``meta["environment"]``, ``history.environment()``)
-is only re-run in that environment; elsewhere the test is skipped and says why.
+- the fingerprint (``toy.fingerprint``): each stored config's first RL steps in float64 after a short
+  warm start, stored in the file's ``meta["fingerprints"]`` when the file was made, compared at a
+  tolerance far above the spread between float paths and far below any change of algorithm. It runs
+  everywhere; a change that alters what a stored comparison does fails here until the file is
+  regenerated (``tests/test_toy_stored.py::test_the_fingerprint_catches`` plants such changes);
+- the replay: the first steps of each stored seed-0 run in float32, to the 4 significant digits the
+  file keeps. A float32 trajectory is chaotic, so it is replayed only where the file's whole
+  environment (``history.environment()``: torch build, CPU model, float-path variables) is this one.
 """
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
+from course_lib import losses
+from course_lib.toy import fingerprint as fp
 from course_lib.toy.config import ToyConfig
 from course_lib.toy.history import environment, load_results
 from course_lib.toy.trainer import train
 
-DATA = Path(os.environ.get("COURSE_TOY_DATA", Path(__file__).parent.parent / "notebooks" / "data"))
-FILES = sorted(p for p in DATA.glob("toy_*.json") if '"runs"' in p.read_text())   # comparison files
-STEPS = 2                                # stored rows: step 0 (after the warm start), 2, 4, ...
-NONDETERMINISTIC = ("time/", "speed/")   # wall-clock keys; every other metric is a function of the config
+ROOT = Path(__file__).parent.parent
+DATA = Path(os.environ.get("COURSE_TOY_DATA", ROOT / "notebooks" / "data"))
+FILES = sorted(p for p in [*DATA.glob("toy_*.json"), *(ROOT / "course_lib" / "judge" / "data").glob("toy_*.json")]
+               if '"runs"' in p.read_text())                                     # comparison files
+REPLAY_STEPS = 2                         # stored rows: step 0 (after the warm start), 2, 4, ...
 
 
-def _runs():
+def _regen(path: Path, meta: dict) -> str:
+    out = "" if path.parent == ROOT / "notebooks" / "data" else f" --out {path.parent.relative_to(ROOT)}"
+    return f"python benchmarks/toy_results.py --only {meta['comparison']}{out}"
+
+
+def _first_runs():
     for path in FILES:
         meta, runs = load_results(path)
         for label, hists in runs.items():
             yield pytest.param(path, meta, label, hists[0], id=f"{path.stem}/{label}")
 
 
+@pytest.mark.parametrize("path, meta, label, stored", list(_first_runs()))
+def test_fingerprint_of_every_stored_run_matches_the_code(path, meta, label, stored):
+    want = meta.get("fingerprints", {}).get(label)
+    assert want is not None, f"{path.name} / {label}: no fingerprint stored; regenerate: {_regen(path, meta)}"
+    assert len(want) >= 40, f"{path.name} / {label}: only {len(want)} values in its fingerprint"
+    moved = fp.differences(want, fp.fingerprint(ToyConfig(**stored.config)))
+    assert not moved, (f"{path.name} / {label}: the code no longer does what made this file; "
+                       f"regenerate it: {_regen(path, meta)}\n  " + "\n  ".join(moved[:8]))
+
+
 def _sig4(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-@pytest.mark.parametrize("path, meta, label, stored", list(_runs()))
-def test_first_steps_of_stored_seed_0_match_the_code(path, meta, label, stored):
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_first_steps_of_stored_seed_0_replay_where_the_file_was_made(path):
+    meta, runs = load_results(path)
     env = meta.get("environment")
-    if env is not None and env != environment():
-        pytest.skip(f"{path.name} was made with {env}; this is {environment()}: float results differ")
-    cfg = ToyConfig(**stored.config)
-    assert cfg.seed == 0
-    before = torch.get_num_threads()
-    torch.set_num_threads(meta.get("threads_per_run", 1))
-    try:
-        rows = train(cfg, progress=False, stop_after=STEPS).rows
-    finally:
-        torch.set_num_threads(before)
-    fresh = {r["step"]: r for r in rows}
-    regen = f"python benchmarks/toy_results.py --only {meta['comparison']}"
+    here = environment()
+    if env != here:
+        differ = {k: f"{(env or {}).get(k, 'not recorded')} there, {v} here" for k, v in here.items()
+                  if (env or {}).get(k) != v}
+        pytest.skip(f"{path.name} was made in another environment ({differ}): a float32 run replays "
+                    f"digit for digit only where it was made; its fingerprint is checked here")
     compared = 0
-    for want in stored.rows:
-        if want["step"] > STEPS:
-            break
-        got = fresh[want["step"]]
-        for key, v in want.items():
-            if key == "step" or key.startswith(NONDETERMINISTIC):
-                continue
-            assert key in got, f"{path.name} / {label} step {want['step']}: {key} no longer computed"
-            same = (math.isnan(v) and math.isnan(got[key])) or _sig4(got[key]) == v
-            assert same, (f"{path.name} / {label} step {want['step']}: {key} stored {v}, the code gives "
-                          f"{_sig4(got[key])}; the stored results no longer match the code: {regen}")
-            compared += 1
-    assert compared >= 15, f"{path.name} / {label}: only {compared} stored values compared"
+    for label, hists in runs.items():
+        stored = hists[0]
+        before = torch.get_num_threads()
+        torch.set_num_threads(meta.get("threads_per_run", 1))
+        try:
+            rows = train(ToyConfig(**stored.config), progress=False, stop_after=REPLAY_STEPS).rows
+        finally:
+            torch.set_num_threads(before)
+        fresh = {r["step"]: r for r in rows}
+        for want in stored.rows:
+            if want["step"] > REPLAY_STEPS:
+                break
+            got = fresh[want["step"]]
+            for key, v in want.items():
+                if key == "step" or key.startswith(fp.NONDETERMINISTIC):
+                    continue
+                assert key in got, f"{path.name} / {label} step {want['step']}: {key} no longer computed"
+                same = (math.isnan(v) and math.isnan(got[key])) or _sig4(got[key]) == v
+                assert same, (f"{path.name} / {label} step {want['step']}: {key} stored {v}, the code "
+                              f"gives {_sig4(got[key])}; regenerate: {_regen(path, meta)}")
+                compared += 1
+    assert compared >= 15 * len(runs), f"{path.name}: only {compared} stored values compared"
 
 
 def test_every_comparison_has_a_stored_file():
     from course_lib.toy.experiments import COMPARISONS
     assert {p.stem.removeprefix("toy_") for p in FILES} >= set(COMPARISONS)
+
+
+# ---- the fingerprint is portable, and it sees a change of algorithm -----------------------------
+BASE = replace(ToyConfig(), steps=200, prompts_per_step=64, group_size=8, eval_every=25)
+
+
+def test_fingerprint_is_the_same_run_twice_and_covers_every_step():
+    a, b = fp.fingerprint(BASE), fp.fingerprint(BASE)
+    assert fp.differences(a, b, rtol=0, atol=0) == []
+    assert {k.split("/", 1)[0] for k in a} == {"0", "1", "2"}
+    assert {"1/loss/policy", "2/grad/norm", "2/lr", "0/acc/heldout", "2/kl/ref"} <= set(a)
+
+
+def test_differences_reports_moved_missing_and_new_values():
+    stored = {"1/a": 1.0, "1/b": 2.0, "1/c": float("nan")}
+    assert fp.differences(stored, {"1/a": 1.0 + 1e-9, "1/b": 2.0, "1/c": float("nan")}) == []
+    moved = fp.differences(stored, {"1/a": 1.001, "1/c": 0.0, "1/d": 3.0})
+    assert [m.split(":")[0] for m in moved] == ["1/a", "1/b", "1/c", "1/d"]
+
+
+def _flipped_grpo(logp, old_logp, adv, mask, **kw):
+    return losses.grpo_loss(logp, old_logp, -adv, mask, **kw)
+
+
+PLANTED = {   # what a wrong trainer would do to a config, expressed as the config it would then run
+    "a loss knob ignored (eps_high 0.28 run as the default 0.2)":
+        (replace(BASE, loss="dapo", eps_high=0.28, minibatches=4), replace(BASE, loss="dapo", eps_high=0.2, minibatches=4)),
+    "pi_old from the sampler instead of the learner's recompute":
+        (replace(BASE, mismatch="noise", minibatches=2), replace(BASE, mismatch="noise", minibatches=2,
+                                                                old_logp_source="sampler")),
+    "the advantage's sign flipped":
+        (BASE, replace(BASE, loss=_flipped_grpo)),
+    "a constant learning rate instead of the cosine schedule":
+        (replace(BASE, lr_schedule="cosine", warmup_steps=1), replace(BASE, lr_schedule="constant", warmup_steps=1)),
+}
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_the_fingerprint_catches(name):
+    right, wrong = PLANTED[name]
+    assert fp.differences(fp.fingerprint(right), fp.fingerprint(wrong)), f"{name}: fingerprint unchanged"

@@ -105,9 +105,43 @@ def load_results(path) -> tuple[dict, dict]:
     return raw["meta"], {label: [load(h) for h in hs] for label, hs in raw["runs"].items()}
 
 
+# what a float path depends on beyond the hardware: ATen's kernels, MKL's and oneDNN's dispatch
+FLOAT_PATH_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
+                        "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
+
+
+def cpu_model() -> str:
+    """The processor's model name ("AMD EPYC 7R13", "Apple M2", ...), or the architecture alone."""
+    import platform
+    import subprocess
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.split(":")[0].strip() in ("model name", "Model", "Hardware"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        try:
+            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
+                                  text=True, timeout=5).stdout.strip() or platform.machine()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict:
-    """What a stored run's numbers depend on beyond its config: float results differ between
-    PyTorch versions and between CPU kernels (AVX2 vs AVX512 give a different warm start).
-    Result files record it so a test re-runs a stored run only where it can reproduce it."""
+    """Everything a stored run's float32 numbers depend on beyond its config: the PyTorch build
+    (version, and a digest of its build configuration: BLAS, MKL and oneDNN versions), the CPU
+    (MKL and oneDNN pick their kernels by vendor and model, ATen by its capability flag) and the
+    variables that steer those choices. A run replays digit for digit only where all of it is the
+    same; elsewhere ``toy.fingerprint`` checks it."""
+    import hashlib
+    import os
+    import platform
+
     import torch
-    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    build = hashlib.sha256(torch.__config__.show().encode()).hexdigest()[:12]
+    return {"torch": torch.__version__, "build": build, "machine": platform.machine(), "cpu": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "float_path_variables": {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ}}

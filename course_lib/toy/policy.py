@@ -18,14 +18,15 @@ from .task import EOS, PAD, VOCAB_SIZE
 
 
 class Block(nn.Module):
-    def __init__(self, d_model: int, n_head: int):
+    def __init__(self, d_model: int, n_head: int, dtype: torch.dtype | None = None):
         super().__init__()
         self.n_head = n_head
-        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.proj = nn.Linear(d_model, d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        kw = {"dtype": dtype}
+        self.ln1, self.ln2 = nn.LayerNorm(d_model, **kw), nn.LayerNorm(d_model, **kw)
+        self.qkv = nn.Linear(d_model, 3 * d_model, **kw)
+        self.proj = nn.Linear(d_model, d_model, **kw)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model, **kw), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model, **kw))
 
     def forward(self, x: Tensor, cache: dict | None, layer: int) -> Tensor:
         B, L, D = x.shape
@@ -45,21 +46,28 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    """Decoder-only transformer over the task's 14 tokens. tokens [B, L] -> logits [B, L, V]."""
+    """Decoder-only transformer over the task's 14 tokens. tokens [B, L] -> logits [B, L, V].
 
-    def __init__(self, n_layer: int = 2, d_model: int = 64, n_head: int = 4, block_size: int = 16):
+    ``dtype`` (default: torch's, float32) is the parameters' dtype from the start: float64
+    parameters are drawn in float64, whose normal draws are the same on every CPU (float32's
+    vectorised draws differ between AVX2 and plain kernels in their last bits).
+    """
+
+    def __init__(self, n_layer: int = 2, d_model: int = 64, n_head: int = 4, block_size: int = 16,
+                 dtype: torch.dtype | None = None):
         super().__init__()
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
         self.block_size, self.d_model, self.n_layer = block_size, d_model, n_layer
-        self.tok = nn.Embedding(VOCAB_SIZE, d_model)
-        self.pos = nn.Embedding(block_size, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_head) for _ in range(n_layer))
-        self.ln_f = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, VOCAB_SIZE, bias=False)
+        kw = {"dtype": dtype}
+        self.tok = nn.Embedding(VOCAB_SIZE, d_model, **kw)
+        self.pos = nn.Embedding(block_size, d_model, **kw)
+        self.blocks = nn.ModuleList(Block(d_model, n_head, dtype) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d_model, **kw)
+        self.head = nn.Linear(d_model, VOCAB_SIZE, bias=False, **kw)
         # PAD only fills the space after EOS: the policy can never emit it (a finite -1e4, not
         # -inf, so that 0 * logp stays 0 in the entropy and float32 exp gives exactly 0)
-        bias = torch.zeros(VOCAB_SIZE)
+        bias = torch.zeros(VOCAB_SIZE, dtype=dtype)
         bias[PAD] = -1e4
         self.register_buffer("logit_bias", bias, persistent=False)
         self.apply(self._init)
@@ -97,6 +105,11 @@ class TinyGPT(nn.Module):
         return 3 * fwd if backward else fwd
 
 
+def _full_precision(logits: Tensor) -> Tensor:
+    """bfloat16 / float16 logits as float32; float32 and float64 ones as they are."""
+    return logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+
+
 @dataclass
 class Rollout:
     """One batch of sampled responses. B = P * G rows, contiguous groups."""
@@ -124,13 +137,13 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
     dev = prompts.device
     cache: dict | None = {} if use_cache else None
     seq = prompts
-    logits = model(prompts, cache)[:, -1].float()                # [B, V]
+    logits = _full_precision(model(prompts, cache)[:, -1])                # [B, V]
     toks, logps = [], []
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     for _ in range(max_new_tokens):
         z = logits / temperature
         if logits_noise > 0:
-            z = z + logits_noise * torch.randn(z.shape, generator=generator, device=dev)
+            z = z + logits_noise * torch.randn(z.shape, generator=generator, device=dev, dtype=z.dtype)
         logp_all = torch.log_softmax(z, dim=-1)                  # [B, V]
         if greedy:
             tok = logp_all.argmax(dim=-1)
@@ -144,10 +157,10 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
         if bool(done.all()):
             break
         if use_cache:
-            logits = model(tok[:, None], cache)[:, -1].float()
+            logits = _full_precision(model(tok[:, None], cache)[:, -1])
         else:
             seq = torch.cat([prompts, torch.stack(toks, dim=1)], dim=1)
-            logits = model(seq)[:, -1].float()
+            logits = _full_precision(model(seq)[:, -1])
     responses = torch.stack(toks, dim=1)                         # [B, T]
     mask = responses != PAD
     return Rollout(prompts, responses, mask, torch.stack(logps, dim=1) * mask, responses.shape[1])
@@ -157,7 +170,7 @@ def response_logits(model: TinyGPT, prompts: Tensor, responses: Tensor) -> Tenso
     """The learner's full forward: logits [B, T, V] that predicted each response token."""
     seq = torch.cat([prompts, responses], dim=1)                 # [B, Lp + T]
     logits = model(seq[:, :-1])                                  # position i predicts token i + 1
-    return logits[:, prompts.shape[1] - 1:].float()              # [B, T, V]
+    return _full_precision(logits[:, prompts.shape[1] - 1:])      # [B, T, V]
 
 
 def token_logp(logits: Tensor, responses: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:

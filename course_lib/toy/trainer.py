@@ -95,15 +95,16 @@ def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
 # ----------------------------------------------------------------------------------------------
 # model, warm start, evaluation, schedule
 # ----------------------------------------------------------------------------------------------
-def build_model(cfg: ToyConfig) -> TinyGPT:
-    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=PROMPT_LEN + cfg.max_new_tokens)
+def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:
+    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=PROMPT_LEN + cfg.max_new_tokens,
+                   dtype=dtype)
 
 
 _WARM_CACHE: dict = {}
 
 
-def warm_start(cfg: ToyConfig, device: torch.device | None = None, *,
-               progress: bool = False) -> tuple[dict, float]:
+def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: bool = False,
+               dtype: torch.dtype = torch.float32) -> tuple[dict, float]:
     """Supervised warm start on deliberately imperfect answers -> (state_dict on CPU, seconds).
 
     Cached per process by the fields it depends on, so runs that differ only in RL knobs start
@@ -111,12 +112,12 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *,
     """
     device = device or cfg.resolved_device()
     key = (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
-           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type)
+           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype)
     if key in _WARM_CACHE:
         return _WARM_CACHE[key]
     t0 = time.perf_counter()
     torch.manual_seed(cfg.warm_seed)
-    model = build_model(cfg).to(device)
+    model = build_model(cfg, dtype).to(device)
     g = torch.Generator().manual_seed(cfg.warm_seed)
     train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
     probe = train_prompts[:512].to(device)          # training prompts: the held-out set stays unseen
@@ -336,8 +337,9 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
             batch: Batch) -> tuple[Targets, dict]:
     """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics."""
     mask = batch.mask
-    adv = ADV_ESTIMATORS[cfg.adv_estimator](batch.rewards, cfg.group_size, setup.std_scaling)   # [B]
     recomputed, logp_all = learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
+    rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
+    adv = ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling)         # [B]
     ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature)
     old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
     is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
@@ -417,12 +419,14 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
 # the loop
 # ----------------------------------------------------------------------------------------------
 def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
-          stop_after: int | None = None) -> History:
+          stop_after: int | None = None, dtype: torch.dtype = torch.float32) -> History:
     """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
 
     ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
     state stays in the stored output). ``stop_after``: run only the first that many steps of the
-    config's schedule (the rows are those of the full run; tests use it).
+    config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
+    parameters and every float the update computes; float64 makes the first steps the same on
+    every CPU to about 1e-12 (``toy.fingerprint``), float32 is what the chapters run.
     """
     device = cfg.resolved_device()
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
@@ -432,8 +436,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
 
-    state, warm_s = warm_start(cfg, device, progress=progress)
-    model = build_model(cfg).to(device)
+    state, warm_s = warm_start(cfg, device, progress=progress, dtype=dtype)
+    model = build_model(cfg, dtype).to(device)
     model.load_state_dict(state)
     ref_model = copy.deepcopy(model).requires_grad_(False)
     sampler = model
