@@ -40,7 +40,7 @@ fi; \
 echo "$(PIP) install --quiet -r requirements.txt"
 endef
 
-.PHONY: venv lab test test-browser install-plan playwright notebooks html peers costs clean
+.PHONY: venv lab test test-portable test-browser install-plan playwright notebooks html peers costs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +70,15 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 # tests/test_browser.py runs here too when Playwright and Debian's chromium are installed
 # (`make test-browser` or .ci/run installs Playwright); otherwise pytest reports it skipped.
 test: $(STAMP) $(LAB_OVERRIDES)
-	$(BIN)/python -m pytest -q tests notebooks $(NBVAL)
+	COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL)
+
+# The same checks on another float path: ATen's plain (non-vectorised) kernels, the float path of a CPU
+# without AVX2. Every stored output and claim must hold there too. .ci/run runs it after `make test`.
+# Left out: the browser, offline-edition, install and lock checks, which compute no float.
+FLOAT_PATH ?= ATEN_CPU_CAPABILITY=default
+test-portable: $(STAMP) $(LAB_OVERRIDES)
+	env $(FLOAT_PATH) COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL) \
+		--ignore=tests/test_browser.py --ignore=tests/test_html.py --ignore=tests/test_makefile.py
 
 # Playwright in the venv, for tests/test_browser.py (it drives Debian's chromium, never downloads one).
 playwright: $(STAMP)
@@ -83,7 +91,7 @@ test-browser: playwright $(LAB_OVERRIDES)
 
 # Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).
 notebooks: $(STAMP)
-	for nb in notebooks/*.ipynb; do \
+	for nb in notebooks/*.ipynb; do COURSE_CLAIMS=strict \
 		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 			--ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
 

@@ -50,10 +50,21 @@ def show_diff(parent: Callable, child: Callable) -> None:
     _show("\n".join(diff), language="diff")
 
 
+ROUNDING = 1e-12    # below this a float64 result is rounding noise: its digits differ from CPU to CPU
+
+
+def small(x: float, spec: str = ".1e", below: float = ROUNDING) -> str:
+    """``x`` formatted with ``spec``, or "< 1e-12" when |x| is below ``below`` (rounding noise, whose
+    digits are not a fact: another CPU prints others). float32 noise needs ``below=1e-6``."""
+    return f"< {below:.0e}".replace("e-0", "e-") if abs(x) < below else format(x, spec)
+
+
 def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[str] | None = None) -> str:
-    """Format rows as an aligned plain-text table; ``formats`` are format specs per column."""
+    """Format rows as an aligned plain-text table; ``formats`` are format specs per column. A spec
+    that starts with "~" (e.g. "~+.2e") prints rounding noise as "< 1e-12" (``small``)."""
     formats = list(formats) if formats is not None else ["" for _ in headers]
-    cells = [[format(v, f) for v, f in zip(row, formats)] for row in rows]
+    cells = [[small(v, f[1:]) if f.startswith("~") else format(v, f) for v, f in zip(row, formats)]
+             for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = lambda items: "  ".join(s.rjust(w) for s, w in zip(items, widths))   # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])

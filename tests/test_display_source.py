@@ -29,3 +29,12 @@ def test_a_marker_that_is_not_in_the_source_is_an_error_naming_it():
         display.source_lines(sample_fn, "# step 1", "nowhere")
     with pytest.raises(ValueError, match="end= needs start="):
         display.source_lines(sample_fn, end="return")
+
+
+def test_rounding_noise_prints_as_a_bound_and_real_values_as_they_are():
+    from course_lib.display import small, table
+    assert small(-4.4e-17, "+.1e") == small(4.5e-17, "+.1e") == "< 1e-12"
+    assert small(3.3e-7, ".1e", below=1e-6) == "< 1e-6"
+    assert small(-2.5e-2, "+.2e") == "-2.50e-02" and small(1e-12, ".0e") == "1e-12"
+    lines = table([[1, -2.9e-17], [2, 0.018]], ["seed", "loss"], ["d", "~+.1e"]).splitlines()
+    assert lines[2].split() == ["1", "<", "1e-12"] and lines[3].split() == ["2", "+1.8e-02"]

@@ -20,28 +20,44 @@ KINDS = ("k1", "k2", "k3")
 # the seed's experiment: one position, V tokens, many samples
 # --------------------------------------------------------------------------------------------
 
-def drifted_pair(V: int, drift: float, seed: int = 0, dtype=torch.float32) -> tuple[Tensor, Tensor]:
+def drifted_pair(V: int, drift: float, seed: int = 0, dtype=torch.float32,
+                 draw_dtype=torch.float32) -> tuple[Tensor, Tensor]:
     """Probabilities (pi, pi_ref) [V] of a reference softmax(randn) and a policy whose logits add drift * randn.
 
     The seed's construction, draw for draw: manual_seed(seed), pi_ref = softmax(randn(V)),
-    pi = softmax(log pi_ref + drift * randn(V)). drift = 0 gives pi == pi_ref.
+    pi = softmax(log pi_ref + drift * randn(V)). drift = 0 gives pi == pi_ref. The draws are made
+    in ``draw_dtype``: float32 is the seed's, whose vectorised normal draws differ in their last bits
+    between CPUs (AVX2 / AVX-512 kernels vs plain ones); float64 draws are the same on every CPU.
     """
     if not isinstance(V, int) or isinstance(V, bool) or V < 2:
         raise ValueError(f"V must be an int >= 2, got {V!r}")
     if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not drift >= 0:
         raise ValueError(f"drift must be a number >= 0, got {drift!r}")
     torch.manual_seed(seed)
-    p_ref = torch.randn(V).softmax(-1)
-    p = (p_ref.log() + drift * torch.randn(V)).softmax(-1)
+    p_ref = torch.randn(V, dtype=draw_dtype).softmax(-1)
+    p = (p_ref.log() + drift * torch.randn(V, dtype=draw_dtype)).softmax(-1)
     return p.to(dtype), p_ref.to(dtype)
 
 
 @dataclass(frozen=True)
 class EstimatorStats:
-    """One estimator over the samples: mean, std (Bessel), share of negative values."""
+    """One estimator over the samples: mean, std (Bessel), share of negative values, and the standard
+    error of each (the std's by the delta method: sqrt(Var[(k - mean)^2] / n) / (2 std))."""
     mean: float
     std: float
     negative: float
+    mean_se: float
+    std_se: float
+    negative_se: float
+
+    @classmethod
+    def of(cls, k: Tensor) -> "EstimatorStats":
+        """The statistics of samples k [n]."""
+        n = k.numel()
+        mean, std, neg = float(k.mean()), float(k.std()), float((k < 0).double().mean())
+        dev2 = (k.double() - mean) ** 2                                      # [n]
+        return cls(mean, std, neg, std / n ** 0.5, float(dev2.std()) / n ** 0.5 / (2 * std) if std > 0 else 0.0,
+                   (neg * (1 - neg) / n) ** 0.5)
 
 
 @dataclass(frozen=True)
@@ -49,23 +65,34 @@ class SampledKL:
     exact: float                         # KL(pi || pi_ref), summed over the vocabulary
     stats: dict                          # kind -> EstimatorStats
     log_r: Tensor                        # [n] log(pi_ref / pi) of the sampled tokens
+    exact_k2: float = float("nan")       # E_pi[k2], summed over the vocabulary (E[k1] = E[k3] = exact)
 
 
-def sampled_kl(V: int = 1000, drift: float = 0.3, n: int = 100_000, seed: int = 0) -> SampledKL:
+def sampled_kl(V: int = 1000, drift: float = 0.3, n: int = 100_000, seed: int = 0,
+               dtype=torch.float32) -> SampledKL:
     """The seed's experiment: n tokens drawn from pi (global generator, after ``drifted_pair``), each
-    scored by k1/k2/k3; defaults reproduce the seed's printed figures."""
+    scored by k1/k2/k3.
+
+    float32 (the default) is the seed's computation: on x86 CPUs whose ATen kernels are AVX2 or
+    AVX-512 it prints the seed's figures; elsewhere its last float32 bits differ, a few of the n
+    sampled tokens change, and the figures move within their standard errors. float64 draws and
+    computes everything in float64: other numbers, the same ones on every CPU.
+    """
     if not isinstance(n, int) or isinstance(n, bool) or n < 2:
         raise ValueError(f"n must be an int >= 2, got {n!r}")
-    p, p_ref = drifted_pair(V, drift, seed)
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 (the seed's) or torch.float64, got {dtype!r}")
+    p, p_ref = drifted_pair(V, drift, seed, dtype, draw_dtype=dtype)
     logp, ref_logp = p.log(), p_ref.log()
     exact = float(kl_lib.categorical_kl(logp, ref_logp))
+    exact_k2 = float((p.double() * 0.5 * (logp.double() - ref_logp.double()) ** 2).sum())
     x = torch.multinomial(p, n, replacement=True)                           # [n] tokens sampled from pi
     tok_logp, tok_ref = logp[x][None, :], ref_logp[x][None, :]              # [1, n]
     stats = {}
     for kind in KINDS:
         k = kl_lib.kl_estimate(tok_logp, tok_ref, kind=kind)[0]             # [n]
-        stats[kind] = EstimatorStats(float(k.mean()), float(k.std()), float((k < 0).float().mean()))
-    return SampledKL(exact, stats, (tok_ref - tok_logp)[0])
+        stats[kind] = EstimatorStats.of(k)
+    return SampledKL(exact, stats, (tok_ref - tok_logp)[0], exact_k2)
 
 
 # --------------------------------------------------------------------------------------------

@@ -241,7 +241,8 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
     they are cut into groups of G to measure the share of all-equal groups, and compared with
     the prediction mean_i(p_i^G + (1-p_i)^G) and with the one-rate prediction
     1 - advantages.signal_probability(mean p, G), which ignores that prompts differ.
-    Returns rows {"T", "G", "mean_p", "measured", "predicted", "one_rate"}.
+    Returns rows {"T", "G", "mean_p", "measured", "measured_se", "predicted", "one_rate"}; measured_se is
+    the binomial standard error of the measured share over its n_prompts * per_prompt / G groups.
     """
     import torch
 
@@ -266,7 +267,9 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
             measured = 1 - advantages.signal_groups(r.reshape(-1), G).double().mean()
             predicted = (p ** G + (1 - p) ** G).mean()
             one_rate = 1 - advantages.signal_probability(float(p.mean()), G)
+            n_groups = n_prompts * per_prompt // G
             rows.append({"T": temp, "G": G, "mean_p": float(p.mean()), "measured": float(measured),
+                         "measured_se": float((measured * (1 - measured) / n_groups) ** 0.5),
                          "predicted": float(predicted), "one_rate": float(one_rate)})
         status.step(f"(T {temp:g})")
     return rows
