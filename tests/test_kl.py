@@ -144,8 +144,10 @@ def test_categorical_kl_matches_loop_and_is_zero_on_itself(dtype):
     torch.testing.assert_close(kl.categorical_kl(logp_p, logp_p), torch.zeros(3, dtype=dtype))
 
 
-def test_seed_000_kl_table_reproduced_exactly():
-    """Seed 000's KL experiment, same code order, values computed with course_lib.kl."""
+def test_seed_000_kl_table_reproduced_within_its_standard_errors():
+    """Seed 000's KL experiment, same code order, values computed with course_lib.kl. Its float32 draws
+    differ in their last bits between CPUs' kernels, so a few of the 100 000 tokens change: the exact
+    KL keeps its 4 digits, each printed figure holds within 3 standard errors (plus half a last digit)."""
     torch.manual_seed(0)
     V = 1000
     p_ref = torch.randn(V).softmax(-1)
@@ -153,11 +155,17 @@ def test_seed_000_kl_table_reproduced_exactly():
     exact = kl.categorical_kl(q.log(), p_ref.log())                 # KL(q || p_ref)
     x = torch.multinomial(q, 100_000, replacement=True)
     logp, ref_logp = q.log()[x][None, :], p_ref.log()[x][None, :]  # [1, N]
-    lines = [f"{exact:.4f}"]
-    for kind in KINDS:
-        v = kl.kl_estimate(logp, ref_logp, kind=kind)
-        lines.append(f"{v.mean():.4f} {v.std():.4f} {(v < 0).float().mean():.0%}")
-    assert lines == ["0.0502", "0.0497 0.3221 44%", "0.0531 0.0744 0%", "0.0505 0.0697 0%"]
+    assert f"{exact:.4f}" == "0.0502"
+    n = x.numel()
+    for kind, (mean, std, negative) in zip(KINDS, [(0.0497, 0.3221, 0.44), (0.0531, 0.0744, 0.0),
+                                                   (0.0505, 0.0697, 0.0)]):
+        v = kl.kl_estimate(logp, ref_logp, kind=kind)[0].double()
+        dev2 = (v - v.mean()) ** 2
+        mean_se, std_se = v.std() / n ** 0.5, dev2.std() / n ** 0.5 / (2 * v.std())
+        neg = (v < 0).double().mean()
+        assert abs(v.mean() - mean) <= 3 * mean_se + 5e-5, kind
+        assert abs(v.std() - std) <= 3 * std_se + 5e-5, kind
+        assert abs(neg - negative) <= 3 * (neg * (1 - neg) / n) ** 0.5 + 0.005, kind
 
 
 # ---------------------------------------------------------------- adaptive KL controller

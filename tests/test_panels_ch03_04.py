@@ -167,13 +167,13 @@ def _check_drift_text(drift, text):
 
 
 def test_drift_panel_default_is_the_seed():
+    # the seed's own float32 run (its digits are the seed's on AVX2/AVX-512 kernels; test_sim_kl checks
+    # them within their standard errors on every CPU)
+    from course_lib.sim.kl import sampled_kl
     text, fig = kl_drift_panel().update()
     plt.close(fig)
+    assert text == plots.kl_drift_table(sampled_kl(V=1000, drift=0.3, n=100_000, seed=0))
     assert "exact KL(pi || pi_ref) = 0.0502" in text
-    rows = {line.split()[0]: line.split() for line in text.splitlines()[3:]}
-    assert (rows["k1"][1], rows["k1"][5], rows["k1"][7]) == ("0.0497", "0.3221", "44")
-    assert (rows["k2"][1], rows["k2"][5], rows["k2"][7]) == ("0.0531", "0.0744", "0")
-    assert (rows["k3"][1], rows["k3"][5], rows["k3"][7]) == ("0.0505", "0.0697", "0")
 
 
 def test_drift_panel_every_position(monkeypatch):
