@@ -90,9 +90,12 @@ lock:
 			$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX))
 	$(LOCK_UV) build/uv/browser.in -c lock/cpu.txt -o lock/browser.txt
 
+# Lab's file browser starts in notebooks/ but reaches the whole course (exercises/, workspace/, judge.py);
+# its terminals find the venv's python first. A port in use: Jupyter takes the next free one and says so.
 # JupyterLab refuses to run as root without --allow-root; add it only when we are root.
 lab: $(STAMP) $(LAB_OVERRIDES)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
+	PATH="$(CURDIR)/$(BIN):$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
+		$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # tests/test_browser.py runs here too when Playwright and Debian's chromium are installed

@@ -94,8 +94,8 @@ def cmd_start(args):
         created = True
     short = ex.id.split("_")[0]
     text = (f"{markdown_to_terminal(task).rstrip()}\n\n"
-            f"(Formulas in plain text; typeset in {report.rel(ex.readme)}, which JupyterLab and "
-            f"GitHub render.)\n\n{note}\nThen run `python judge.py test {short}` "
+            f"(Formulas in plain text here; typeset in {report.rel(ex.readme)}: in JupyterLab's file "
+            f"browser, right-click it, Open With, Markdown Preview.)\n\n{note}\nThen run `python judge.py test {short}` "
             f"(or `python judge.py watch {short}` to re-grade on every save).")
     return 0, {"exercise": ex.id, "file": str(dest), "created": created, "task": task}, text
 
