@@ -17,6 +17,8 @@ Every name is importable from ``course_lib.plots`` itself (``plots.course_map()`
 from .course import (  # noqa: F401
     COURSE_PARTS,
     exercises_by_chapter,
+    exercises_by_part,
+    chapter_exercises,
     course_map,
 )
 from .ppo import (  # noqa: F401
