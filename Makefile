@@ -10,46 +10,57 @@ NBVAL  := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current
 # JupyterLab's settings defaults for this course (no "Jupyter news" pop-up), read from the venv.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-# Which PyTorch build: the pin comes from requirements.txt. Without an NVIDIA GPU on Linux, pip's
-# default for the pin is the CUDA build (several GB); PyTorch's CPU index has the small CPU build.
+# What `make` installs is pinned, every package, by one of two lock files made from requirements.txt
+# (the direct requirements) by `make lock`; each holds markers for Python >= 3.11 on Linux and macOS:
+#   lock/cpu.txt      torch's CPU build (torch==X+cpu, from PyTorch's CPU index), no NVIDIA packages
+#   lock/default.txt  PyPI's torch: on Linux the CUDA build and its NVIDIA libraries; on macOS a CPU build
 TORCH_PIN       := $(shell sed -n 's/^torch==\([0-9.]*\).*/\1/p' requirements.txt)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 NVIDIA_SMI      ?= nvidia-smi
+UV              := 0.13.9
 
 # Prints the install commands, with '#' lines saying why. Decided in order, cheapest first:
-#   1. an NVIDIA GPU answers `nvidia-smi -L`, or not Linux -> pip's default build
-#   2. PyTorch's CPU index does not answer within 5 s -> pip's default build, quietly
-#   3. the pin is already installed, or a local wheel (pip's --find-links) provides it -> used as is
-#   4. otherwise -> torch from the CPU index first, then the rest as usual
-# The index never goes into requirements.txt: pip would ask it for every package, and retry it
+#   1. an NVIDIA GPU answers `nvidia-smi -L`, or not Linux -> lock/default.txt
+#   2. torch X+cpu is installed already, or a local wheel (pip's --find-links) provides it -> lock/cpu.txt
+#   3. PyTorch's CPU index answers within 5 s -> lock/cpu.txt, torch fetched from that index
+#   4. otherwise -> lock/default.txt (on x86-64 the CUDA build), and the line says so
+# The index never goes into a requirements file: pip would ask it for every package, and retry it
 # for a minute where it is unreachable.
 define INSTALL_PLAN
+lock=lock/cpu.txt; extra=; \
 if $(NVIDIA_SMI) -L >/dev/null 2>&1; then \
-	echo "# torch $(TORCH_PIN): NVIDIA GPU found, pip's default build (CUDA)"; \
+	lock=lock/default.txt; \
+	echo "# torch $(TORCH_PIN): NVIDIA GPU found: PyPI's build (CUDA), $$lock"; \
 elif [ "$$(uname -s)" != Linux ]; then \
-	echo "# torch $(TORCH_PIN): pip's default build ($$(uname -s) has no separate CPU build)"; \
-elif ! timeout 5 $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
+	lock=lock/default.txt; \
+	echo "# torch $(TORCH_PIN): PyPI's build ($$(uname -s) has no separate CPU build), $$lock"; \
+elif $(PIP) install --dry-run --no-deps --no-index --quiet torch==$(TORCH_PIN)+cpu >/dev/null 2>&1; then \
+	echo "# torch $(TORCH_PIN)+cpu: no NVIDIA GPU; installed already or a local wheel provides it, $$lock"; \
+elif timeout 5 $(BIN)/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
 		$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1; then \
-	echo "# torch $(TORCH_PIN): no NVIDIA GPU, $(TORCH_CPU_INDEX) unreachable: pip's default build"; \
-elif $(PIP) install --dry-run --no-deps --no-index --quiet torch==$(TORCH_PIN) >/dev/null 2>&1; then \
-	echo "# torch $(TORCH_PIN): installed already or a local wheel provides it, used as is"; \
+	extra=" --extra-index-url $(TORCH_CPU_INDEX)"; \
+	echo "# torch $(TORCH_PIN)+cpu: no NVIDIA GPU, the CPU build from $(TORCH_CPU_INDEX), $$lock"; \
 else \
-	echo "# torch $(TORCH_PIN): no NVIDIA GPU, the CPU build from $(TORCH_CPU_INDEX)"; \
-	echo "$(PIP) install --quiet torch==$(TORCH_PIN) --extra-index-url $(TORCH_CPU_INDEX)"; \
+	lock=lock/default.txt; \
+	echo "# torch $(TORCH_PIN): no NVIDIA GPU, but $(TORCH_CPU_INDEX) is unreachable and no local wheel of torch $(TORCH_PIN)+cpu: PyPI's build ($$(uname -m) on Linux: the CUDA build), $$lock"; \
 fi; \
-echo "$(PIP) install --quiet -r requirements.txt"
+echo "$(PIP) install --quiet --no-deps -r $$lock$$extra"; \
+echo "$(PIP) install --quiet --no-deps --no-build-isolation -e ."; \
+echo "$(PIP) check"
 endef
 
-.PHONY: venv lab test test-portable test-browser install-plan playwright notebooks html peers costs clean
+.PHONY: venv lab test test-portable test-browser install-plan lock playwright notebooks html peers costs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet --upgrade pip
+$(STAMP): requirements.txt lock/cpu.txt lock/default.txt pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet $$(grep '^pip==' requirements.txt)
 	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
 	@cat $(VENV)/.install-plan
 	sh -e $(VENV)/.install-plan
+	@$(BIN)/python -c 'import importlib.metadata as m; n = sorted(d.metadata["Name"] for d in m.distributions()); \
+		print("# installed:", len(n), "packages; torch", m.version("torch"), "with" if any(x.startswith("nvidia") for x in n) else "without", "NVIDIA libraries")'
 	@touch $(STAMP)
 
 $(LAB_OVERRIDES): notebooks/.lab-settings/overrides.json | $(STAMP)
@@ -62,9 +73,29 @@ venv: $(STAMP) $(LAB_OVERRIDES)
 install-plan: | $(BIN)/python
 	@$(INSTALL_PLAN)
 
+# Refresh the lock files from requirements.txt (after changing a pin there, or to move to newer releases
+# of the packages it does not pin). uv resolves for every platform at once; it runs from build/uv, not
+# from the course's venv. Where PyTorch's CPU index is unreachable, a folder holding torch's CPU wheel can
+# stand in: make lock LOCK_FLAGS="--find-links DIR" (pip's PIP_FIND_LINKS is used when set).
+LOCK_FLAGS ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+LOCK_UV    := build/uv/bin/uv pip compile --quiet --universal --python-version 3.11 --custom-compile-command "make lock"
+lock:
+	$(PYTHON) -m venv build/uv && build/uv/bin/python -m pip install --quiet uv==$(UV)
+	grep -v '^-e' requirements.txt > build/uv/default.in
+	sed 's/^torch==\([0-9.]*\)$$/torch==\1+cpu/' build/uv/default.in > build/uv/cpu.in
+	echo "playwright==$(PLAYWRIGHT)" > build/uv/browser.in
+	$(LOCK_UV) build/uv/default.in -o lock/default.txt
+	$(LOCK_UV) build/uv/cpu.in -o lock/cpu.txt --index-strategy unsafe-best-match $(LOCK_FLAGS) \
+		$$(timeout 5 build/uv/bin/python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=4)' \
+			$(TORCH_CPU_INDEX)/torch/ >/dev/null 2>&1 && echo --extra-index-url $(TORCH_CPU_INDEX))
+	$(LOCK_UV) build/uv/browser.in -c lock/cpu.txt -o lock/browser.txt
+
+# Lab's file browser starts in notebooks/ but reaches the whole course (exercises/, workspace/, judge.py);
+# its terminals find the venv's python first. A port in use: Jupyter takes the next free one and says so.
 # JupyterLab refuses to run as root without --allow-root; add it only when we are root.
 lab: $(STAMP) $(LAB_OVERRIDES)
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
+	PATH="$(CURDIR)/$(BIN):$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
+		$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # tests/test_browser.py runs here too when Playwright and Debian's chromium are installed
@@ -82,7 +113,7 @@ test-portable: $(STAMP) $(LAB_OVERRIDES)
 
 # Playwright in the venv, for tests/test_browser.py (it drives Debian's chromium, never downloads one).
 playwright: $(STAMP)
-	$(PIP) install --quiet playwright==$(PLAYWRIGHT)
+	$(PIP) install --quiet --no-deps -r lock/browser.txt
 
 # The real-browser check alone.
 test-browser: playwright $(LAB_OVERRIDES)
@@ -104,7 +135,7 @@ html: $(STAMP)
 # a CUDA torch) plus what its loss module imports, then refreshes the table chapter 09 shows.
 peers: $(STAMP)
 	$(PIP) install --quiet --no-deps verl==0.9.1
-	$(PIP) install --quiet -r tests/peers-requirements.txt
+	$(PIP) install --quiet -r tests/peers-requirements.txt -c $$(sed -n 's/.* -r \(lock[^ ]*\).*/\1/p' $(VENV)/.install-plan)
 	PEERS_RECORD=notebooks/data/verl_agreement.json $(BIN)/python -m pytest -q tests/test_peer_verl.py
 
 # Each chapter's wall time and peak memory under the nbval check, written into the README's table.

@@ -1,7 +1,10 @@
 """Measure what each chapter costs to run: wall time and peak memory under the course's nbval check.
 
     python benchmarks/chapter_costs.py                  # print the table
-    python benchmarks/chapter_costs.py --write-readme   # also replace the table in README.md
+    python benchmarks/chapter_costs.py --write-readme   # also replace the table in README.md and
+                                                        # each chapter's "Run time" line
+    python benchmarks/chapter_costs.py --sync-headers   # only copy the README's figures into the
+                                                        # chapters' "Run time" lines (no measuring)
 
 Each chapter runs alone, as `make test` runs it (pytest --nbval, a fresh kernel), in its own process,
 so the peak resident memory reported is the largest process of that run (the kernel, normally).
@@ -60,6 +63,37 @@ def replace_block(text: str, table: str) -> str:
                   text, flags=re.S)
 
 
+RUN_TIME = re.compile(r"(\*\*Run time\.\*\* About )(\d+)( s )")
+
+
+def readme_seconds(text: str) -> dict[str, int]:
+    """{notebook name: whole seconds} from the README's cost table (the one source of run times)."""
+    block = text[text.index(START):text.index(END)]
+    return {name: int(sec) for name, sec in re.findall(r"^\| `(\S+\.ipynb)` \| (\d+) s \|", block, re.M)}
+
+
+def header_seconds(notebook: Path) -> int | None:
+    """The seconds a chapter's header states ("**Run time.** About N s ..."), or None."""
+    m = RUN_TIME.search(notebook.read_text(encoding="utf-8"))
+    return int(m.group(2)) if m else None
+
+
+def sync_header(notebook: Path, seconds: int) -> bool:
+    """Set the chapter's stated run time to ``seconds`` (a markdown line: no output changes)."""
+    text = notebook.read_text(encoding="utf-8")
+    new = RUN_TIME.sub(lambda m: f"{m.group(1)}{seconds}{m.group(3)}", text, count=1)
+    if new != text:
+        notebook.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def sync_headers(readme_text: str, paths: list[Path]) -> None:
+    figures = readme_seconds(readme_text)
+    for p in paths:
+        if p.name in figures and header_seconds(p) is not None and sync_header(p, figures[p.name]):
+            print(f"{p.name}: header now says about {figures[p.name]} s")
+
+
 def _cores() -> int:
     import os
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -67,10 +101,16 @@ def _cores() -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write-readme", action="store_true", help="replace the table in README.md")
+    ap.add_argument("--write-readme", action="store_true",
+                    help="replace the table in README.md and the chapters' stated run times")
+    ap.add_argument("--sync-headers", action="store_true",
+                    help="only copy the README's figures into the chapters' stated run times")
     ap.add_argument("notebooks", nargs="*", help="default: every notebooks/NN_*.ipynb")
     args = ap.parse_args()
     paths = [Path(p) for p in args.notebooks] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if args.sync_headers:
+        sync_headers((ROOT / "README.md").read_text(), paths)
+        return 0
     rows = []
     for p in paths:
         m = measure(p.resolve())
@@ -81,6 +121,7 @@ def main() -> int:
     if args.write_readme:
         readme = ROOT / "README.md"
         readme.write_text(replace_block(readme.read_text(), table))
+        sync_headers(readme.read_text(), paths)
     return 0 if all(m["rc"] == 0 for _, m in rows) else 1
 
 

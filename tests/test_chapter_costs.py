@@ -22,3 +22,27 @@ def test_replace_block_swaps_only_the_marked_table():
     assert costs.replace_block(text, "new \\2") == f"intro\n{costs.START}\nnew \\2\n{costs.END}\nrest \\1"
     with pytest.raises(ValueError, match="chapter-costs"):
         costs.replace_block("no markers", "x")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if costs.header_seconds(p) is not None]
+# headers of chapters being rewritten elsewhere, to be synced with `chapter_costs.py --sync-headers`
+# once those land (strict: this test then fails until the mark is removed)
+NOT_SYNCED = {"03", "04", "06", "09"}
+
+
+@pytest.mark.parametrize("notebook", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="header not synced yet")) if p.name[:2] in NOT_SYNCED
+    else p for p in CHAPTERS], ids=lambda p: p.name[:2])
+def test_each_chapter_header_states_the_readmes_measured_run_time(notebook):
+    """One source for a chapter's run time: the README's table (`make costs`); the header copies it."""
+    figures = costs.readme_seconds((ROOT / "README.md").read_text())
+    assert costs.header_seconds(notebook) == figures[notebook.name]
+
+
+def test_sync_header_rewrites_only_the_stated_seconds(tmp_path):
+    nb = tmp_path / "01_a.ipynb"
+    nb.write_text('{"source": ["**Run time.** About 8 s on 2 CPU cores (About 9 s elsewhere)"]}')
+    assert costs.sync_header(nb, 6) and costs.header_seconds(nb) == 6
+    assert nb.read_text() == '{"source": ["**Run time.** About 6 s on 2 CPU cores (About 9 s elsewhere)"]}'
+    assert not costs.sync_header(nb, 6)

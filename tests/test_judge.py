@@ -276,6 +276,32 @@ def test_hints_go_up_one_level_per_call_and_level_is_checked(ws, capsys):
     assert cli.main(["hint", "ex03", "--level", "1"]) == 0
 
 
+def test_hint_targets_the_first_failing_case_of_the_readers_file(ws, capsys):
+    """A file that fails only the equal-rewards case gets that case's message, not the first rung of
+    the general ladder (which is about `.view(-1, G)`), and the ladder does not move."""
+    ws.mkdir()
+    wrong = EX01.dir / "wrong" / "no_zero_for_equal_groups.py"
+    (ws / f"{EX01.id}.py").write_text(wrong.read_text())
+    assert cli.main(["--json", "hint", "ex01"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "six equal rewards" in out["case"] and out["level"] is None
+    assert "exactly 0" in out["hint"] and ".view(-1" not in out["hint"]
+    (ws / f"{EX01.id}.py").write_text(EX01.solution.read_text())       # passes: the ladder, rung 1
+    assert cli.main(["--json", "hint", "ex01"]) == 0
+    assert json.loads(capsys.readouterr().out)["level"] == 1
+
+
+def test_hint_on_a_named_file_and_a_missing_one(tmp_path, capsys):
+    bad = write(tmp_path, "bad.py", """
+        import torch
+        def group_advantages(rewards, group_size, scale=True, eps=1e-6):
+            return -torch.ones_like(rewards)
+        """)
+    assert cli.main(["hint", "ex01", str(bad)]) == 0
+    assert "first fails on" in capsys.readouterr().out
+    assert cli.main(["hint", "ex01", str(tmp_path / "nope.py")]) == 2
+
+
 def test_solution_prints_the_explanation_and_the_code(capsys):
     assert cli.main(["solution", "ex02"]) == 0
     out = capsys.readouterr().out

@@ -121,19 +121,17 @@ def _plan(venv: Path, smi_path: str, index_url: str, find_links: Path) -> tuple[
     return [l for l in lines if l.startswith("#")], [l for l in lines if not l.startswith("#")]
 
 
-def _assert_default(commands, venv):
-    assert commands == [f"{venv}/bin/python -m pip install --quiet -r requirements.txt"]
+def _assert_lock(commands, venv, lock, extra=""):
+    pip = f"{venv}/bin/python -m pip"
+    assert commands == [f"{pip} install --quiet --no-deps -r lock/{lock}.txt{extra}",
+                        f"{pip} install --quiet --no-deps --no-build-isolation -e .",
+                        f"{pip} check"]
 
 
-def _assert_cpu_index(commands, venv, url):
-    assert commands == [f"{venv}/bin/python -m pip install --quiet torch=={PIN} --extra-index-url {url}",
-                        f"{venv}/bin/python -m pip install --quiet -r requirements.txt"]
-
-
-def test_gpu_keeps_the_default_build_without_asking_the_index(venvs, wheels, smi, index):
+def test_gpu_takes_the_default_lock_without_asking_the_index(venvs, wheels, smi, index):
     _Index.hits.clear()
-    reasons, commands = _plan(venvs["bare"], smi["gpu"], index, wheels / "empty")
-    _assert_default(commands, venvs["bare"])
+    reasons, commands = _plan(venvs["bare"], smi["gpu"], index, wheels / "local")
+    _assert_lock(commands, venvs["bare"], "default")
     assert "NVIDIA GPU found" in reasons[0] and _Index.hits == []
 
 
@@ -141,51 +139,53 @@ def test_gpu_keeps_the_default_build_without_asking_the_index(venvs, wheels, smi
 def test_no_gpu_and_index_reachable_takes_torch_from_the_cpu_index(venvs, wheels, smi, index, which):
     _Index.hits.clear()
     reasons, commands = _plan(venvs["bare"], smi[which], index, wheels / "empty")
-    _assert_cpu_index(commands, venvs["bare"], index)
+    _assert_lock(commands, venvs["bare"], "cpu", f" --extra-index-url {index}")
     assert "CPU build" in reasons[0] and _Index.hits == ["/torch/"]
 
 
-def test_no_gpu_and_index_unreachable_falls_back_quickly_and_quietly(venvs, wheels, smi, closed_url):
+def test_no_gpu_index_unreachable_and_no_local_wheel_says_it_takes_the_cuda_build(venvs, wheels, smi, closed_url):
     start = time.monotonic()
     reasons, commands = _plan(venvs["bare"], smi["absent"], closed_url, wheels / "empty")
     assert time.monotonic() - start < 30              # refused at once; the probe's own cap is 5 s
-    _assert_default(commands, venvs["bare"])
-    assert "unreachable" in reasons[0]
+    _assert_lock(commands, venvs["bare"], "default")
+    assert "unreachable" in reasons[0] and "no local wheel" in reasons[0] and "CUDA build" in reasons[0]
 
 
-def test_a_local_wheel_is_used_rather_than_the_index(venvs, wheels, smi, index):
+@pytest.mark.parametrize("reach", ["index", "closed_url"])
+def test_a_local_wheel_gives_the_cpu_lock_without_asking_the_index(venvs, wheels, smi, request, reach):
+    """A local CPU wheel is used whether or not the index answers, and the line says so (the index is
+    not asked: the wheel settles it)."""
     _Index.hits.clear()
-    reasons, commands = _plan(venvs["bare"], smi["absent"], index, wheels / "local")
-    _assert_default(commands, venvs["bare"])
-    assert "local wheel" in reasons[0] and _Index.hits == ["/torch/"]     # probed, nothing fetched
+    reasons, commands = _plan(venvs["bare"], smi["absent"], request.getfixturevalue(reach), wheels / "local")
+    _assert_lock(commands, venvs["bare"], "cpu")
+    assert "local wheel" in reasons[0] and "unreachable" not in reasons[0] and _Index.hits == []
 
 
-def test_an_installed_torch_is_kept_rather_than_fetched_again(venvs, wheels, smi, index):
+def test_an_installed_cpu_torch_is_kept_rather_than_fetched_again(venvs, wheels, smi, index):
     _Index.hits.clear()
     reasons, commands = _plan(venvs["torch"], smi["absent"], index, wheels / "empty")
-    _assert_default(commands, venvs["torch"])
-    assert "installed already" in reasons[0] and _Index.hits == ["/torch/"]
+    _assert_lock(commands, venvs["torch"], "cpu")
+    assert "installed already" in reasons[0] and _Index.hits == []
 
 
-def test_unreachable_index_with_a_local_wheel_costs_no_pip_run(venvs, wheels, smi, closed_url, tmp_path):
-    """Where the index cannot be reached the answer is pip's default either way: no pip run is spent
-    (a `pip` that logs its calls stands in for the venv's)."""
-    venv = tmp_path / "venv"
-    shutil.copytree(venvs["bare"], venv, symlinks=True)
-    log = tmp_path / "pip-calls"
-    real = (venv / "bin" / "python").resolve()
-    (venv / "bin" / "python").unlink()
-    (venv / "bin" / "python").write_text(
-        f'#!/bin/sh\n[ "$1 $2" = "-m pip" ] && echo "$@" >> {log}\nexec {real} "$@"\n')
-    (venv / "bin" / "python").chmod(0o755)
-    reasons, commands = _plan(venv, smi["absent"], closed_url, wheels / "local")
-    _assert_default(commands, venv)
-    assert "unreachable" in reasons[0] and not log.exists()
+def test_macos_takes_the_default_lock(venvs, wheels, smi, index, tmp_path):
+    """Any system other than Linux (a fake `uname` says Darwin) gets PyPI's build, never the CPU index."""
+    (tmp_path / "uname").write_text("#!/bin/sh\necho Darwin\n")
+    (tmp_path / "uname").chmod(0o755)
+    _Index.hits.clear()
+    env = _env(wheels / "local")
+    env["PATH"] = f"{tmp_path}:{env['PATH']}"
+    out = subprocess.run(["make", "-s", "-C", str(ROOT), "install-plan", f"VENV={venvs['bare']}",
+                          f"NVIDIA_SMI={smi['absent']}", f"TORCH_CPU_INDEX={index}"],
+                         env=env, check=True, capture_output=True, text=True, timeout=60).stdout.splitlines()
+    _assert_lock([l for l in out if not l.startswith("#")], venvs["bare"], "default")
+    assert "Darwin" in out[0] and _Index.hits == []
 
 
-def test_requirements_pin_torch_exactly_and_name_no_index():
-    text = (ROOT / "requirements.txt").read_text()
-    assert f"torch=={PIN}" in text and PIN == "2.13.0"
+@pytest.mark.parametrize("name", ["requirements.txt", "lock/cpu.txt", "lock/default.txt", "lock/browser.txt"])
+def test_requirements_pin_torch_exactly_and_name_no_index(name):
+    text = (ROOT / name).read_text()
+    assert PIN == "2.13.0" and (name == "lock/browser.txt" or re.search(rf"^torch=={PIN}(\+cpu)?\s", text, re.M))
     assert not re.search(r"^\s*(-i|--index-url|--extra-index-url|--find-links)\b", text, re.M)
     assert "download.pytorch.org" not in re.sub(r"#.*", "", text)
 

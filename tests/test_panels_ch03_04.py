@@ -72,7 +72,7 @@ def test_aggregation_panel_defaults_are_the_seed_table():
 
 def test_aggregation_panel_every_slider_every_position_tables(monkeypatch):
     # the figure is checked at the ends below; here only the tables, so that all 332 positions run fast
-    monkeypatch.setattr(plots, "aggregation_bars", lambda *a, **k: None)
+    monkeypatch.setattr(plots.aggregation, "aggregation_bars", lambda *a, **k: None)
     p = aggregation_panel()
     for name, control in p.controls.items():
         for value in control.values():
@@ -177,7 +177,7 @@ def test_drift_panel_default_is_the_seed():
 
 
 def test_drift_panel_every_position(monkeypatch):
-    monkeypatch.setattr(plots, "kl_drift_figure", lambda *a, **k: None)
+    monkeypatch.setattr(plots.kl, "kl_drift_figure", lambda *a, **k: None)
     p = kl_drift_panel()
     for value in p.controls["drift"].values():
         text, fig = p.update(drift=value)
@@ -216,7 +216,7 @@ def _controller(target, adaptive, steps=3000):
 
 
 def test_adaptive_panel_every_target(monkeypatch):
-    monkeypatch.setattr(plots, "adaptive_kl_plot", lambda *a, **k: None)
+    monkeypatch.setattr(plots.kl, "adaptive_kl_plot", lambda *a, **k: None)
     p = adaptive_kl_panel()
     for value in p.controls["target_kl"].values():
         text, fig = p.update(target_kl=value)

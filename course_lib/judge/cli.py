@@ -48,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=DEFAULT_TIME_LIMIT,
                    help=f"seconds your code may run in total (default {DEFAULT_TIME_LIMIT:g})")
     s.add_argument("--failures-only", action="store_true", help="do not list passing cases")
-    s = sub.add_parser("hint", help="the next hint (or --level N of 3)")
+    s = sub.add_parser("hint", help="what your file fails first; with no file or nothing failing, "
+                                    "the next general hint (or --level N of 3)")
     s.add_argument("id")
+    s.add_argument("file", nargs="?")
     s.add_argument("--level", type=int)
     s = sub.add_parser("solution", help="the reference solution with a short explanation")
     s.add_argument("id")
@@ -94,8 +96,8 @@ def cmd_start(args):
         created = True
     short = ex.id.split("_")[0]
     text = (f"{markdown_to_terminal(task).rstrip()}\n\n"
-            f"(Formulas in plain text; typeset in {report.rel(ex.readme)}, which JupyterLab and "
-            f"GitHub render.)\n\n{note}\nThen run `python judge.py test {short}` "
+            f"(Formulas in plain text here; typeset in {report.rel(ex.readme)}: in JupyterLab's file "
+            f"browser, right-click it, Open With, Markdown Preview.)\n\n{note}\nThen run `python judge.py test {short}` "
             f"(or `python judge.py watch {short}` to re-grade on every save).")
     return 0, {"exercise": ex.id, "file": str(dest), "created": created, "task": task}, text
 
@@ -131,10 +133,26 @@ def parse_hints(text: str) -> list[str]:
 
 
 def cmd_hint(args):
+    """A hint aimed at the reader's file when it fails a case (the case's own message), else the
+    exercise's general hints, one level stronger per call."""
     ex = get_exercise(args.id)
     hints = parse_hints(ex.hints.read_text(encoding="utf-8"))
     if not hints:
         raise UsageError(f"{ex.id} has no hints")
+    short = ex.id.split("_")[0]
+    path = Path(args.file) if args.file else workspace_file(ex)
+    if args.file and not path.is_file():
+        raise UsageError(f"no such file: {args.file}")
+    if args.level is None and path.is_file():
+        res = grade(ex, path, DEFAULT_TIME_LIMIT)
+        target = report.first_failure(res)
+        if target is not None:
+            case = next((c["name"] for c in res["cases"] if not c["passed"]), None)
+            text = (f"{ex.id} ({report.rel(path)}): {res['passed']}/{res['total']} cases pass; fix this "
+                    f"one first.\n{target}\n\n(`python judge.py test {short}` lists every case; the "
+                    f"general hints: `python judge.py hint {short} --level 1` of {len(hints)}.)")
+            return 0, {"exercise": ex.id, "level": None, "levels": len(hints), "case": case,
+                       "hint": target}, text
     if args.level is not None:
         if not 1 <= args.level <= len(hints):
             raise UsageError(f"--level must be between 1 and {len(hints)}, got {args.level}")

@@ -18,6 +18,8 @@ class Exercise:
     chapter: str
     points: int
     functions: tuple[str, ...]
+    part: str                                   # the part of the loss it practises (chapter 00's map)
+    uses: tuple[str, ...] = ()                  # chapters that use it without owning it (NN)
 
     @property
     def dir(self) -> Path:
@@ -45,24 +47,32 @@ class Exercise:
 
 
 _CATALOGUE = [
+    # id, title, chapter that teaches it, points, functions, part of the loss, chapters that use it
     ("ex01_group_advantages", "GRPO and Dr. GRPO group advantages", "02_group_advantages", 2,
-     ("group_advantages",)),
-    ("ex02_rloo", "RLOO leave-one-out advantages", "02_group_advantages", 1, ("rloo_advantages",)),
-    ("ex03_aggregation", "The four loss-aggregation modes", "03_loss_aggregation", 2, ("aggregate",)),
+     ("group_advantages",), "advantage", ("07",)),
+    ("ex02_rloo", "RLOO leave-one-out advantages", "02_group_advantages", 1, ("rloo_advantages",),
+     "advantage"),
+    ("ex03_aggregation", "The four loss-aggregation modes", "03_loss_aggregation", 2, ("aggregate",),
+     "aggregation", ("07", "09")),
     ("ex04_kl_estimators", "KL estimators k1, k2, k3", "04_kl_estimators", 2,
-     ("kl_k1", "kl_k2", "kl_k3")),
-    ("ex05_ppo_clip", "PPO clipped surrogate loss", "05_ratios_and_clipping", 2, ("ppo_clip_loss",)),
-    ("ex06_gspo", "GSPO sequence-level ratio", "05_ratios_and_clipping", 3, ("gspo_loss",)),
-    ("ex07_cispo", "CISPO clipped IS-weight loss", "05_ratios_and_clipping", 2, ("cispo_loss",)),
-    ("ex08_sapo", "SAPO soft gate", "05_ratios_and_clipping", 2, ("sapo_loss",)),
+     ("kl_k1", "kl_k2", "kl_k3"), "KL penalty"),
+    ("ex05_ppo_clip", "PPO clipped surrogate loss", "01_ppo_clip_and_gae", 2, ("ppo_clip_loss",),
+     "ratio and clip", ("05", "07", "09")),
+    ("ex06_gspo", "GSPO sequence-level ratio", "05_ratios_and_clipping", 3, ("gspo_loss",),
+     "ratio and clip", ("07", "09")),
+    ("ex07_cispo", "CISPO clipped IS-weight loss", "05_ratios_and_clipping", 2, ("cispo_loss",),
+     "ratio and clip", ("07", "09")),
+    ("ex08_sapo", "SAPO soft gate", "05_ratios_and_clipping", 2, ("sapo_loss",), "ratio and clip",
+     ("07", "09")),
     ("ex09_tis_mis", "TIS and MIS correction weights", "06_train_inference_mismatch", 2,
-     ("tis_weights", "mis_weights")),
-    ("ex10_gae", "Generalised advantage estimation", "01_ppo_clip_and_gae", 3, ("gae",)),
+     ("tis_weights", "mis_weights"), "mismatch weight", ("07", "09")),
+    ("ex10_gae", "Generalised advantage estimation", "01_ppo_clip_and_gae", 3, ("gae",), "advantage"),
     ("ex11_overlong_penalty", "DAPO soft overlong punishment", "03_loss_aggregation", 1,
-     ("overlong_penalty",)),
-    ("ex12_adaptive_kl", "Adaptive KL controller", "04_kl_estimators", 1, ("adaptive_kl_update",)),
+     ("overlong_penalty",), "aggregation", ("07",)),
+    ("ex12_adaptive_kl", "Adaptive KL controller", "04_kl_estimators", 1, ("adaptive_kl_update",),
+     "KL penalty"),
     ("ex13_diagnose_runs", "Diagnose a run from its curves", "08_reading_training_curves", 3,
-     ("diagnose",)),
+     ("diagnose",), "all of it, trained"),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}

@@ -66,6 +66,26 @@ def format_result(res: dict, show_passing: bool = True) -> str:
     return "\n".join(lines)
 
 
+def first_failure(res: dict) -> str | None:
+    """What to fix first in a graded file: the first failing case with its message and hint, or the
+    error that stops the file from running; None when nothing fails (or nothing is written yet)."""
+    if res["status"] in ("passed", "not_implemented"):
+        return None
+    failing = [c for c in res["cases"] if not c["passed"]]
+    if not failing:
+        return None if not res["error"] else "  Your file does not run yet:\n" + _indent(res["error"], 4)
+    c = failing[0]
+    lines = [f"  Your file first fails on: {c['name']}"]
+    if c["message"]:
+        lines.append(_indent(c["message"], 8))
+    hints = [c["hint"]] if c.get("hint") else list(res.get("hints") or [])[:1]
+    lines += [textwrap.fill("hint: " + h, 100, initial_indent=" " * 8, subsequent_indent=" " * 14)
+              for h in hints]
+    if len(failing) > 1:
+        lines.append(f"  ({len(failing) - 1} more failing case{'s' if len(failing) > 2 else ''} after it)")
+    return "\n".join(lines)
+
+
 def _output(res: dict) -> list[str]:
     out = (res.get("output") or "").rstrip()
     if not out:

@@ -1,0 +1,29 @@
+"""What several chapters' figures draw with: the palette, the zero line, the light grid, grouped bars,
+and the (text, figure) pair a slider panel shows. Presentation only."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+# matplotlib's first colours, named so that a method keeps its colour across figures
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#7f7f7f"
+
+
+def zero_line(ax: plt.Axes, lw: float = 0.8) -> None:
+    """A thin black horizontal line at y = 0."""
+    ax.axhline(0, color="black", lw=lw)
+
+
+def light_grid(ax: plt.Axes, **kwargs) -> None:
+    """The faint grid every chapter's plots use (``axis="y"`` for bar charts)."""
+    ax.grid(alpha=0.3, **kwargs)
+
+
+def bar_offsets(n_series: int, total_width: float = 0.8) -> tuple[float, list[float]]:
+    """Width of one bar and each series' offset from the group's centre, for n_series bars side by side."""
+    width = total_width / n_series
+    return width, [(j - (n_series - 1) / 2) * width for j in range(n_series)]
+
+
+def text_and_figure(head: str, body: str, fig: plt.Figure) -> tuple[str, plt.Figure]:
+    """What a panel shows: a heading line, a table under it, and the figure."""
+    return head + "\n" + body, fig
