@@ -28,12 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if costs.header_seconds(p) is not None]
 # headers of chapters being rewritten elsewhere, to be synced with `chapter_costs.py --sync-headers`
 # once those land (strict: this test then fails until the mark is removed)
-NOT_SYNCED = {"03", "04", "06", "09"}
-
-
-@pytest.mark.parametrize("notebook", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="header not synced yet")) if p.name[:2] in NOT_SYNCED
-    else p for p in CHAPTERS], ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.name[:2])
 def test_each_chapter_header_states_the_readmes_measured_run_time(notebook):
     """One source for a chapter's run time: the README's table (`make costs`); the header copies it."""
     figures = costs.readme_seconds((ROOT / "README.md").read_text())
