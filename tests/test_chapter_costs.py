@@ -26,8 +26,8 @@ def test_replace_block_swaps_only_the_marked_table():
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if costs.header_seconds(p) is not None]
-# headers of chapters being rewritten elsewhere, to be synced with `chapter_costs.py --sync-headers`
-# once those land (strict: this test then fails until the mark is removed)
+
+
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.name[:2])
 def test_each_chapter_header_states_the_readmes_measured_run_time(notebook):
     """One source for a chapter's run time: the README's table (`make costs`); the header copies it."""
