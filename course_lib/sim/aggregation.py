@@ -162,8 +162,9 @@ def toy_logp(weight: Tensor, batch: ToyBatch) -> Tensor:
 def toy_loss(weight: Tensor, batch: ToyBatch, mode: str, *, max_len: int, kl_coef: float = 0.0,
              kl_agg: str | None = None) -> Tensor:
     """On-policy policy-gradient loss aggregate(-A * logp, mode) plus kl_coef * aggregate(k2, kl_agg),
-    k2 = (log pi - log pi_ref)^2 / 2 against the uniform reference pi_ref, on the sampled tokens. kl_agg=None aggregates the KL with ``mode``,
-    as verl (``loss_agg_mode`` for both) and TRL (beta * KL added per token) do."""
+    k2 = (log pi - log pi_ref)^2 / 2 against the uniform reference pi_ref, on the sampled tokens.
+    kl_agg=None aggregates the KL with ``mode``, as verl (``loss_agg_mode`` for both) and TRL
+    (beta * KL added per token) do."""
     if mode not in AGGREGATIONS:
         raise ValueError(f"mode must be one of {sorted(AGGREGATIONS)}, got {mode!r}")
     logp = toy_logp(weight, batch)                                           # [B, T]
@@ -187,9 +188,9 @@ class AdamRun:
 
 def adam_run(batches: Sequence[ToyBatch], mode: str, weight: Tensor, *, max_len: int, lr: float = 1e-2,
              max_grad_norm: float | None = None, kl_coef: float = 0.0, kl_agg: str | None = None) -> AdamRun:
-    """One ``torch.optim.Adam`` step per batch (default betas and eps, float64), with
-    ``clip_grad_norm_(max_grad_norm)`` before each step when it is given, from ``weight`` [V, D] (verl ``grad_clip``, TRL
-    ``max_grad_norm``; both default to 1.0)."""
+    """One ``torch.optim.Adam`` step per batch from ``weight`` [V, D] (default betas and eps, float64),
+    with ``clip_grad_norm_(max_grad_norm)`` before each step when it is given (verl ``grad_clip``,
+    TRL ``max_grad_norm``; both default to 1.0)."""
     if not batches:
         raise ValueError("batches must hold at least one ToyBatch")
     if max_grad_norm is not None and not max_grad_norm > 0:
