@@ -101,3 +101,100 @@ def test_response_weights_rejects_mismatched_inputs_and_unknown_modes():
         sa.response_weights([1.0, 0.0], [10, 20], "mean")
     with pytest.raises(ValueError, match="width"):
         sa.length_mask([10, 20], width=5)
+
+
+# ---- Adam and the constant factor: a pure-Python Adam on a closed-form softmax gradient ----------
+
+def ref_policy_grad(weight, batch, alpha, kl_coef=0.0, kl_alpha=None):
+    """d loss / d weight [V][D] of sum_bt alpha_b * (-A_b * logp_bt) (+ kl_coef * sum_bt kl_alpha_b *
+    (logp_bt + log V)^2 / 2), with d logp_y / d W[v] = (1[v = y] - p_v) x, in plain Python."""
+    V, D = len(weight), len(weight[0])
+    grad = [[0.0] * D for _ in range(V)]
+    feats, toks, mask, adv = (batch.features.tolist(), batch.tokens.tolist(), batch.mask.tolist(),
+                              batch.adv.tolist())
+    for b in range(len(mask)):
+        for t in range(len(mask[b])):
+            if not mask[b][t]:
+                continue
+            x = feats[b][t]
+            logits = [sum(weight[v][d] * x[d] for d in range(D)) for v in range(V)]
+            top = max(logits)
+            z = sum(math.exp(l - top) for l in logits)
+            p = [math.exp(l - top) / z for l in logits]
+            y = toks[b][t]
+            coef = -alpha[b] * adv[b]
+            if kl_coef:
+                coef += kl_coef * kl_alpha[b] * (math.log(p[y]) + math.log(V))
+            for v in range(V):
+                for d in range(D):
+                    grad[v][d] += coef * ((v == y) - p[v]) * x[d]
+    return grad
+
+
+def ref_adam(weight, batches, mode, max_len, lr=1e-2, max_grad_norm=None, kl_coef=0.0, kl_mode=None,
+             b1=0.9, b2=0.999, eps=1e-8):
+    """Adam (Kingma and Ba, bias-corrected) with torch's clip rule coef = max / (norm + 1e-6) when the
+    norm exceeds max; returns the flattened update of each step."""
+    w = [row[:] for row in weight]
+    V, D = len(w), len(w[0])
+    m = [[0.0] * D for _ in range(V)]
+    s = [[0.0] * D for _ in range(V)]
+    updates = []
+    for step, batch in enumerate(batches, start=1):
+        lengths = batch.mask.sum(dim=1).tolist()
+        alpha = ref_alpha(lengths, mode, max_len)
+        kl_alpha = ref_alpha(lengths, kl_mode or mode, max_len)
+        g = ref_policy_grad(w, batch, alpha, kl_coef, kl_alpha)
+        norm = math.sqrt(sum(x * x for row in g for x in row))
+        if max_grad_norm is not None and norm > max_grad_norm:
+            g = [[x * max_grad_norm / (norm + 1e-6) for x in row] for row in g]
+        upd = []
+        for v in range(V):
+            for d in range(D):
+                m[v][d] = b1 * m[v][d] + (1 - b1) * g[v][d]
+                s[v][d] = b2 * s[v][d] + (1 - b2) * g[v][d] ** 2
+                mhat, shat = m[v][d] / (1 - b1 ** step), s[v][d] / (1 - b2 ** step)
+                u = -lr * mhat / (math.sqrt(shat) + eps)
+                w[v][d] += u
+                upd.append(u)
+        updates.append(upd)
+    return updates
+
+
+@pytest.mark.parametrize("mode", sa.ADAM_MODES + ("seq-mean-token-mean",))
+@pytest.mark.parametrize("clip,kl", [(None, None), (1.0, None), (0.05, None), (None, "same"), (None, "token-mean")])
+def test_adam_run_matches_a_pure_python_adam(mode, clip, kl):
+    batches = sa.toy_batches(3, n_groups=1, max_len=9, seed=3)
+    w0 = sa.toy_weight()
+    kwargs = {} if kl is None else {"kl_coef": 0.3, "kl_agg": None if kl == "same" else kl}
+    run = sa.adam_run(batches, mode, w0, max_len=12, max_grad_norm=clip, **kwargs)
+    ref = ref_adam(w0.tolist(), batches, mode, 12, max_grad_norm=clip, kl_coef=kwargs.get("kl_coef", 0.0),
+                   kl_mode=kwargs.get("kl_agg"))
+    assert torch.allclose(run.updates, torch.tensor(ref, dtype=torch.float64), rtol=1e-9, atol=1e-14)
+    if clip is not None:
+        assert run.clipped.tolist() == [n > clip for n in run.grad_norms.tolist()]
+
+
+def test_a_constant_factor_cancels_under_adam_and_clipping_undoes_it():
+    rows = {r.setting: r for r in sa.adam_comparison(steps=4, big_groups=4)}
+    assert rows["one step"].gap_sum < 1e-9 and rows["one step"].gap_token_mean < 1e-9
+    assert rows["4 steps"].gap_sum < 1e-9                       # L_max is the same on every batch
+    assert rows["4 steps"].gap_token_mean > 1e-4                # sum |y| is not
+    clipped = rows["4 steps, max_grad_norm 1"]
+    assert clipped.clipped == (0, 0, 4) and clipped.gap_sum > 1e-3
+    assert rows["one step, KL x 0.05 by the same mode"].gap_sum < 1e-9
+    assert rows["one step, KL x 0.05 by its own token mean"].gap_sum > 1e-2
+
+
+def test_toy_batches_and_adam_run_name_bad_arguments():
+    with pytest.raises(ValueError, match="group_size"):
+        sa.toy_batches(1, group_size=1)
+    with pytest.raises(ValueError, match="max_len"):
+        sa.toy_batches(1, min_len=5, max_len=4)
+    batches = sa.toy_batches(1)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        sa.adam_run(batches, "token-mean", sa.toy_weight(), max_len=64, max_grad_norm=0.0)
+    with pytest.raises(ValueError, match="weight"):
+        sa.adam_run(batches, "token-mean", None, max_len=64)
+    with pytest.raises(ValueError, match="mode"):
+        sa.adam_run(batches, "mean", sa.toy_weight(), max_len=64)
