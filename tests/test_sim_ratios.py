@@ -5,6 +5,8 @@ import math
 import pytest
 import torch
 
+import reference as ref
+from course_lib import losses
 from course_lib.sim import ratios as sr
 
 # The source chapter's printed figures (seed 0, 512 responses), in its own formats.
@@ -164,3 +166,44 @@ def test_simulated_batch_lengths_and_advantages():
 def test_simulated_batch_rejects_bad_lengths(kw):
     with pytest.raises(ValueError, match="min_len"):
         sr.simulated_batch(4, **kw)
+
+
+def _bisect_half_weight(weight, a, b, keep, steps=200):
+    """The r between a and b where weight(r) crosses keep, by bisection (weight(a) > keep > weight(b))."""
+    for _ in range(steps):
+        m = 0.5 * (a + b)
+        a, b = (m, b) if weight(m) > keep else (a, m)
+    return 0.5 * (a + b)
+
+
+@pytest.mark.parametrize("tau_pos,tau_neg,keep", [(1.0, 1.05, 0.5), (8.0, 10.0, 0.5), (2.0, 3.0, 0.9)])
+def test_kept_gradient_ranges_match_a_bisection_of_the_reference_coefficients(tau_pos, tau_neg, keep):
+    rows = {(k.rule.split()[0], k.sign): k for k in sr.kept_gradient_ranges(0.2, 0.28, tau_pos, tau_neg, keep)}
+    for sign, tau in ((1, tau_pos), (-1, tau_neg)):
+        w = lambda r: ref.sapo_coefficient(r, float(sign), tau_pos, tau_neg) / (r * sign)
+        hi = _bisect_half_weight(w, 1.0, 1.0 + 100.0, keep)
+        assert rows["SAPO", sign].hi == pytest.approx(hi, abs=1e-12)
+        lo = 0.0 if w(1e-300) > keep else _bisect_half_weight(w, 1.0, 1e-300, keep)
+        assert rows["SAPO", sign].lo == pytest.approx(lo, abs=1e-12)
+    # the clip: full gradient on one side of its bound, none past it (the reference's case table)
+    grid = [i / 1000 for i in range(1, 5001)]
+    kept_pos = [r for r in grid if ref.ppo_coefficient(r, 1.0, 0.2, 0.28) / r > keep]
+    kept_neg = [r for r in grid if ref.ppo_coefficient(r, -1.0, 0.2, 0.28) / -r > keep]
+    assert max(kept_pos) == rows["clip", 1].hi == 1.28 and rows["clip", 1].lo == 0.0
+    assert min(kept_neg) == rows["clip", -1].lo == 0.8 and rows["clip", -1].hi == math.inf
+
+
+def test_sapo_half_width_is_where_the_real_losss_gradient_weight_is_one_half():
+    for A, tau in ((1.0, 1.0), (-1.0, 1.05)):
+        r = 1.0 + sr.sapo_half_width(tau)
+        kw = dict(tau_pos=tau, tau_neg=tau)
+        c = losses.grad_coefficient("sapo", torch.tensor([r], dtype=torch.float64), A, **kw)
+        assert float(c[0]) / (r * A) == pytest.approx(0.5, abs=1e-12)
+    assert sr.sapo_weight_at_zero(1.05) == pytest.approx(
+        ref.sapo_coefficient(1e-12, -1.0, 1.0, 1.05) / -1e-12, rel=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(tau=0.0), dict(tau=-1.0), dict(tau=1.0, keep=1.0), dict(tau=1.0, keep=0.0)])
+def test_sapo_half_width_rejects_bad_arguments(kw):
+    with pytest.raises((ValueError, TypeError), match="tau|keep"):
+        sr.sapo_half_width(**kw)

@@ -6,6 +6,7 @@ draw, so ``ratios.log_ratio`` returns it unchanged (it is far inside the +-20 cl
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -14,7 +15,7 @@ from torch import Tensor
 
 from .. import ratios
 from ..losses import resolve_loss
-from ..masking import masked_mean, masked_sum
+from ..masking import check_number, masked_mean, masked_sum
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,43 @@ def clipping_vs_noise(sigmas: Sequence[float], z: Tensor, mask: Tensor, adv: Ten
         c_tok, _ = dropped_shares("cispo", logp, old_logp, adv, mask, eps_high=token_eps[1])
         rows.append(NoiseRow(float(sigma), outside, tok, g_seq, g_tok, c_tok))
     return rows
+
+
+@dataclass(frozen=True)
+class KeptRange:
+    """Where one rule keeps more than ``keep`` of the on-policy-shaped gradient r A, for one sign of A."""
+    rule: str
+    sign: int                # +1 for A > 0, -1 for A < 0
+    lo: float                # the weight c / (r A) exceeds ``keep`` for lo < r < hi (lo = 0: every r > 0)
+    hi: float                # math.inf: no upper end
+
+
+def sapo_half_width(tau: float, keep: float = 0.5) -> float:
+    """d with SAPO's weight 4 s (1 - s) = sech^2(tau (r - 1) / 2) > keep exactly for |r - 1| < d."""
+    check_number(tau, "tau", gt=0)
+    if not 0 < keep < 1:
+        raise ValueError(f"keep must be in (0, 1), got {keep!r}")
+    return 2.0 * math.acosh(1.0 / math.sqrt(keep)) / tau
+
+
+def kept_gradient_ranges(eps_low: float = 0.2, eps_high: float = 0.2, tau_pos: float = 1.0,
+                         tau_neg: float = 1.05, keep: float = 0.5) -> list[KeptRange]:
+    """PPO's clip and SAPO's gate on one axis: the ratios at which each keeps more than ``keep`` of r A.
+
+    The clip keeps all of it on one side and none past its bound (A > 0: r <= 1 + eps_high; A < 0:
+    r >= 1 - eps_low); SAPO's weight is a smooth bump around r = 1 of half width ``sapo_half_width``.
+    Closed forms in float64, so every machine prints the same digits.
+    """
+    lo, hi = ratios.clip_bounds(eps_low, eps_high)
+    rows = [KeptRange(f"clip {eps_low:g}/{eps_high:g}", +1, 0.0, hi),
+            KeptRange(f"clip {eps_low:g}/{eps_high:g}", -1, lo, math.inf)]
+    for sign, tau in ((+1, tau_pos), (-1, tau_neg)):
+        d = sapo_half_width(tau, keep)
+        rows.append(KeptRange(f"SAPO tau={tau:g}", sign, max(0.0, 1.0 - d), 1.0 + d))
+    return rows
+
+
+def sapo_weight_at_zero(tau: float) -> float:
+    """SAPO's weight as r -> 0, sech^2(tau / 2): the least it keeps anywhere on 0 < r <= 1."""
+    check_number(tau, "tau", gt=0)
+    return 1.0 / math.cosh(tau / 2.0) ** 2
