@@ -1,13 +1,17 @@
 """From the course's knobs to verl, TRL and OpenRLHF: chapter 09's data and translations.
 
-Three things live here, all as data a test can check (fact sheet §2, §3, §5.3, §6.3-6.5, §8, §9):
+All of it is data the frameworks themselves check (tests/peers, `make peers`: verl 0.9.1, TRL 1.16.0,
+OpenRLHF 0.11.2, the versions in VERSIONS):
 
-    KNOBS         each concept of the course with its name and default in the three frameworks
-    NORMALISERS   each framework's aggregation setting, expressed through course_lib.aggregation
-    to_verl / to_trl   a chapter-07 ToyConfig -> the settings that run the same recipe at scale
+    KNOBS, METRICS   each concept / monitor of the course with its name and default in the three
+                     frameworks (the defaults are the installed ones: tests/peers/test_knobs.py)
+    NORMALISERS      each framework's aggregation setting, expressed through course_lib.aggregation
+    to_verl / to_trl / to_openrlhf   a chapter-07 ToyConfig -> the settings that run the same recipe at
+                     scale; each is composed, constructed or parsed by its framework in
+                     tests/peers/test_translations.py and test_semantics.py
 
 plus the notes on where one number means different things, and the reader of the stored peer test
-(notebooks/data/verl_agreement.json, written by tests/test_peer_verl.py).
+(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py).
 """
 from __future__ import annotations
 
@@ -93,7 +97,7 @@ KNOBS: tuple[Knob, ...] = (
               "(`global_batch_info`); `token-sum` adds every token's loss unnormalised."),
     Knob("Dr. GRPO's constant L_max", "03_loss_aggregation",
          verl=(S("actor.loss_scale_factor", "None", "None: the padded response length"),),
-         trl=(S("max_completion_length", "256"),),
+         trl=(S("max_completion_length", "512"),),
          note='TRL `"dr_grpo"` = sum / (B max_completion_length); verl 0.9.1 '
               "`seq-mean-token-sum-norm` = the same 1/(B L) with L = `loss_scale_factor`, by default "
               "the padded length; the January 2026 verl code had no 1/B."),
@@ -334,16 +338,6 @@ def normaliser_weights(norm: Normaliser, mask: Tensor, *, micro_batches: int = 1
 # ----------------------------------------------------------------------------------------------
 # a chapter-07 config at scale
 # ----------------------------------------------------------------------------------------------
-# keys the translations write that the fact sheet does not list (real, but not checked there)
-NOT_IN_FACT_SHEET = {"data.train_batch_size", "actor_rollout_ref.rollout.temperature",
-                     "actor_rollout_ref.actor.optim.lr", "algorithm.filter_groups.metric",
-                     "temperature", "learning_rate", "generation_batch_size", "use_vllm",
-                     "per_device_train_batch_size", "gradient_accumulation_steps",
-                     "reward.reward_manager.name", "+reward.reward_kwargs.max_resp_len",
-                     "+reward.reward_kwargs.overlong_buffer_cfg.enable",
-                     "+reward.reward_kwargs.overlong_buffer_cfg.len",
-                     "+reward.reward_kwargs.overlong_buffer_cfg.penalty_factor",
-                     "+reward.reward_kwargs.overlong_buffer_cfg.log"}
 TRL_AGG = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
 VERL_KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 A = "actor_rollout_ref.actor."
@@ -604,7 +598,7 @@ def translation_cases() -> dict:
     for kind in ("tis", "mis"):
         for level in ("token", "sequence"):
             cases[f"{kind} {level}"] = replace(base, correction=kind, correction_level=level,
-                                               correction_cap=3.0)
+                                               correction_cap=2.0)
     cases.update({f"kl {e}": replace(base, kl_coef=0.01, kl_estimator=e) for e in ("k1", "k2", "k3")})
     cases["dynamic sampling"] = replace(base, dynamic_sampling=True)
     cases["overlong penalty"] = replace(base, overlong_penalty=True, overlong_cache=3)

@@ -84,15 +84,19 @@ def openrlhf_cli():
     return parser, validate
 
 
-def trl_source_block(marker: str):
-    """The statement of TRL's GRPOTrainer source whose first line contains ``marker``, compiled (TRL's
-    code, unchanged), to run on crafted tensors."""
+def trl_source_block(marker: str, assigns: str):
+    """The first `if` statement of TRL's GRPOTrainer source (in source order) whose condition is
+    ``marker`` and whose body assigns ``assigns``, compiled (TRL's code, unchanged), to run on crafted
+    tensors."""
     import trl.trainer.grpo_trainer as gt
     tree = ast.parse(Path(gt.__file__).read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and marker in ast.unparse(node.test):
-            return compile(ast.Module([node], []), gt.__file__, "exec")
-    raise AssertionError(f"no `if {marker}` in {gt.__file__}")
+    found = sorted((node for node in ast.walk(tree) if isinstance(node, ast.If)
+                    and ast.unparse(node.test) == marker
+                    and any(isinstance(t, ast.Name) and t.id == assigns
+                            for n in ast.walk(node) if isinstance(n, ast.Assign) for t in n.targets)),
+                   key=lambda node: node.lineno)
+    assert found, f"no `if {marker}` assigning {assigns} in {gt.__file__}"
+    return compile(ast.Module([found[0]], []), gt.__file__, "exec")
 
 
 def write_record(name: str, data: dict) -> None:
