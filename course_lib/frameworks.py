@@ -166,7 +166,8 @@ KNOBS: tuple[Knob, ...] = (
               "both it and `generation_batch_size` is an error."),
     Knob("Dynamic sampling (DAPO)", "02_group_advantages",
          verl=(S("algorithm.filter_groups.enable", "False"),
-               S("algorithm.filter_groups.max_num_gen_batches", "0", "ignored by the default trainer")),
+               S("algorithm.filter_groups.max_num_gen_batches", "0", "read by no trainer of 0.9.1"),
+               S("algorithm.filter_groups.max_inflight_gen_batches", "1", "concurrent generation batches")),
          openrlhf=(S("--algo.dynamic_filtering_enable", "False"),)),
     Knob("Overlong shaping", "03_loss_aggregation",
          verl=(S("reward.reward_manager.name", "'naive'", "`dapo`"),
@@ -405,8 +406,9 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
     if cfg.dynamic_sampling:
         out += [("algorithm.filter_groups.enable", True, ""),
                 ("algorithm.filter_groups.metric", "acc", ""),
-                ("algorithm.filter_groups.max_num_gen_batches", cfg.max_sampling_rounds,
-                 "read by verl's legacy trainer only; the default one ignores it (and warns)")]
+                ("# max sampling rounds", None,
+                 f"the toy draws at most {cfg.max_sampling_rounds} batches; verl 0.9.1's trainer reads no "
+                 "such bound (it warns that filter_groups.max_num_gen_batches is ignored)")]
     if cfg.overlong_penalty:
         kw = "+reward.reward_kwargs."
         out += [("reward.reward_manager.name", "dapo", "the reward manager that applies it"),
