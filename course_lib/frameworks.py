@@ -309,7 +309,7 @@ NORMALISERS: tuple[Normaliser, ...] = (
     Normaliser("TRL", "bnpo", "token-mean", "micro-batch"),
     Normaliser("TRL", "grpo", "seq-mean-token-mean", "global"),
     Normaliser("TRL", "dr_grpo", "seq-mean-token-sum-norm", "global", uses_max_len=True),
-    Normaliser("OpenRLHF", "token-level", "token-mean", "global"),
+    Normaliser("OpenRLHF", "token-mean", "token-mean", "global"),
 )
 
 

@@ -96,7 +96,7 @@ def test_normaliser_weights_match_hand_computed_values():
     B, n_tok = 4, sum(LENGTHS)                                                 # 12 tokens
     cases = {("TRL", "dapo"): [1 / n_tok] * 4,
              ("verl", "token-mean"): [1 / n_tok] * 4,
-             ("OpenRLHF", "token-level"): [1 / n_tok] * 4,
+             ("OpenRLHF", "token-mean"): [1 / n_tok] * 4,
              # micro-batches {0, 1}: 4 tokens, {2, 3}: 8 tokens; each loss / 2 (accumulation)
              ("TRL", "bnpo"): [1 / 8, 1 / 8, 1 / 16, 1 / 16],
              ("TRL", "grpo"): [1 / (B * n) for n in LENGTHS],
