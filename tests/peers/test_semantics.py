@@ -7,7 +7,9 @@
   tokens stay in the loss's mask.
 - Losses: every loss case of frameworks.translation_cases, computed by the verl policy loss its
   translation selects, with the actor config verl builds from the composed overrides, equals course_lib's
-  loss with the toy's knobs (values and gradients), up to the documented GSPO difference.
+  loss with the toy's knobs (values and gradients).
+- The overlong penalty: the reward manager verl's reward loop picks from the composed translation
+  scores every response length as course_lib.rewards.overlong_penalty does.
 """
 from __future__ import annotations
 
@@ -150,3 +152,32 @@ def test_the_verl_loss_a_translation_selects_equals_the_courses(label, verl_comp
     theirs.backward()
     assert abs(float(ours - theirs)) < 1e-8, f"{label}: loss {float(ours):.6g} vs verl {float(theirs):.6g}"
     assert float((x1.grad - x2.grad).abs().max()) < 1e-8, label
+
+
+# ---- the overlong penalty -------------------------------------------------------------------------
+def test_the_reward_manager_the_overlong_translation_selects_gives_the_courses_penalty(verl_compose):
+    """verl's reward loop picks its manager by `reward.reward_manager.name` and reads the buffer from
+    `reward.reward_kwargs`: built from the composed translation, it scores every response length as
+    course_lib.rewards.overlong_penalty does (the verifier's own score set to 0)."""
+    import numpy as np
+    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
+
+    from course_lib import rewards
+    cfg = CASES["overlong penalty"]
+    composed = verl_compose(fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n") + VERL_MACHINE)
+    manager_cls = get_reward_manager_cls(composed.reward.reward_manager.name)
+    tokenizer = types.SimpleNamespace(decode=lambda ids, skip_special_tokens=True: "")
+    manager = manager_cls(composed, tokenizer, compute_score=lambda **kw: 0.0)
+    L = cfg.max_new_tokens
+    lengths = torch.arange(1, L + 1)
+    theirs = []
+    for n in lengths.tolist():
+        data = DataProto.from_dict(
+            tensors={"prompts": torch.ones(1, 2, dtype=torch.long), "responses": torch.ones(1, L, dtype=torch.long),
+                     "attention_mask": torch.cat([torch.ones(1, 2), (torch.arange(L) < n).float()[None]], 1).long()},
+            non_tensors={"data_source": np.array(["toy"], dtype=object),
+                         "reward_model": np.array([{"ground_truth": ""}], dtype=object)})
+        theirs.append(float(manager.loop.run_until_complete(manager.run_single(data))["reward_score"]))
+    ours = rewards.overlong_penalty(lengths, L, cfg.overlong_cache)
+    torch.testing.assert_close(torch.tensor(theirs, dtype=ours.dtype), ours, rtol=0, atol=1e-6)
+    assert float(ours.min()) < 0 and float(ours[0]) == 0                    # both sides of the buffer
