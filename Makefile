@@ -49,7 +49,7 @@ echo "$(PIP) install --quiet --no-deps --no-build-isolation -e ."; \
 echo "$(PIP) check"
 endef
 
-.PHONY: venv lab test test-portable test-browser install-plan lock playwright notebooks html peers costs clean
+.PHONY: venv lab test test-portable test-browser install-plan lock playwright notebooks html peers peers-venv costs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -131,16 +131,38 @@ notebooks: $(STAMP)
 html: $(STAMP)
 	$(BIN)/python -m course_lib.site site
 
-# course_lib against verl 0.9.1's own functions. Installs verl without its heavy extras (vLLM, flash-attn,
-# a CUDA torch) plus what its loss module imports, then refreshes the table chapter 09 shows.
-peers: $(STAMP)
-	$(PIP) install --quiet --no-deps verl==0.9.1
-	$(PIP) install --quiet -r tests/peers-requirements.txt -c $$(sed -n 's/.* -r \(lock[^ ]*\).*/\1/p' $(VENV)/.install-plan)
-	PEERS_RECORD=notebooks/data/verl_agreement.json $(BIN)/python -m pytest -q tests/test_peer_verl.py
+# The peers environment: verl, TRL and OpenRLHF as released, in their own venv (.venv-peers; they pin
+# their own versions), and the tests that hand every translation of course_lib.frameworks to them
+# (tests/peers/). torch is the build the course's venv would get (`make install-plan`: its lock file's
+# torch line);
+# verl and OpenRLHF come without their GPU dependencies (--no-deps), tests/peers-requirements.txt
+# carries what their configs, parser and loss functions import. Builds once (the stamp), then only
+# runs the tests, which refresh the records chapter 09 shows.
+PEERS        := .venv-peers
+PEERS_PY     := $(PEERS)/bin/python
+PEERS_STAMP  := $(PEERS)/.peers-stamp
+PEERS_NODEPS := verl==0.9.1 openrlhf==0.11.2
+
+$(PEERS_STAMP): tests/peers-requirements.txt pyproject.toml
+	test -x $(PEERS_PY) || $(PYTHON) -m venv $(PEERS)
+	$(PEERS_PY) -m pip install --quiet --upgrade pip
+	@$(MAKE) --no-print-directory -s install-plan VENV=$(PEERS) > $(PEERS)/.install-plan
+	@grep '^#' $(PEERS)/.install-plan
+	lock=$$(sed -n 's/.* -r \(lock[^ ]*\).*/\1/p' $(PEERS)/.install-plan); \
+	extra=$$(sed -n 's/.*\(--extra-index-url [^ ]*\).*/\1/p' $(PEERS)/.install-plan); \
+	$(PEERS_PY) -m pip install --quiet --no-deps $$(grep '^torch==' $$lock) $$extra
+	$(PEERS_PY) -m pip install --quiet -r tests/peers-requirements.txt
+	$(PEERS_PY) -m pip install --quiet --no-deps $(PEERS_NODEPS) -e .
+	@touch $(PEERS_STAMP)
+
+peers-venv: $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
+	PEERS_RECORD_DIR=notebooks/data $(PEERS_PY) -m pytest -q tests/peers
 
 # Each chapter's wall time and peak memory under the nbval check, written into the README's table.
 costs: $(STAMP)
 	$(BIN)/python benchmarks/chapter_costs.py --write-readme
 
 clean:
-	rm -rf $(VENV) .pytest_cache site
+	rm -rf $(VENV) $(PEERS) .pytest_cache site

@@ -1,16 +1,21 @@
 """From the course's knobs to verl, TRL and OpenRLHF: chapter 09's data and translations.
 
-Three things live here, all as data a test can check (fact sheet §2, §3, §5.3, §6.3-6.5, §8, §9):
+All of it is data the frameworks themselves check (tests/peers, `make peers`: verl 0.9.1, TRL 1.16.0,
+OpenRLHF 0.11.2, the versions in VERSIONS):
 
-    KNOBS         each concept of the course with its name and default in the three frameworks
-    NORMALISERS   each framework's aggregation setting, expressed through course_lib.aggregation
-    to_verl / to_trl   a chapter-07 ToyConfig -> the settings that run the same recipe at scale
+    KNOBS, METRICS   each concept / monitor of the course with its name and default in the three
+                     frameworks (the defaults are the installed ones: tests/peers/test_knobs.py)
+    NORMALISERS      each framework's aggregation setting, expressed through course_lib.aggregation
+    to_verl / to_trl / to_openrlhf   a chapter-07 ToyConfig -> the settings that run the same recipe at
+                     scale; each is composed, constructed or parsed by its framework in
+                     tests/peers/test_translations.py and test_semantics.py
 
 plus the notes on where one number means different things, and the reader of the stored peer test
-(notebooks/data/verl_agreement.json, written by tests/test_peer_verl.py).
+(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py).
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 from dataclasses import dataclass
@@ -30,8 +35,9 @@ FRAMEWORKS = ("verl", "TRL", "OpenRLHF")
 # ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setting:
-    """One framework setting: its name as the framework spells it, its default (None: not stated or
-    no single default), and values worth naming."""
+    """One framework setting: its name as the framework spells it, its default as a Python literal
+    ('0.2', "'token-mean'", 'None'; None: not a setting with a default, e.g. a trainer class), and
+    values worth naming."""
     name: str
     default: str | None = None
     values: str | None = None
@@ -42,7 +48,8 @@ class Setting:
         listed = bool(self.values and "`" in self.values)
         if listed:
             out += f" = {self.values}"
-        notes = ([f"default `{self.default}`"] if self.default is not None else []) + \
+        shown = self.default.strip("'") if self.default is not None else None
+        notes = ([f"default `{shown}`"] if self.default is not None else []) + \
                 ([self.values] if self.values and not listed else [])
         return out + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -63,29 +70,33 @@ class Knob:
 S = Setting
 KNOBS: tuple[Knob, ...] = (
     Knob("Group size G", "02_group_advantages",
-         verl=(S("actor_rollout_ref.rollout.n"),),
+         verl=(S("actor_rollout_ref.rollout.n", "1"),),
          trl=(S("num_generations", "8"),),
-         openrlhf=(S("--rollout.n_samples_per_prompt"),)),
+         openrlhf=(S("--rollout.n_samples_per_prompt", "1"),)),
     Knob("Advantage estimator", "01_ppo_clip_and_gae",
-         verl=(S("algorithm.adv_estimator", "gae", "`grpo`, `rloo`, ..."),),
-         trl=(S("GRPOTrainer"), S("RLOOTrainer"), S("trl.experimental.ppo.PPOTrainer")),
-         openrlhf=(S("--algo.advantage.estimator", None, "`gae`, `rloo`, `group_norm`, `dr_grpo`, ..."),),
+         verl=(S("algorithm.adv_estimator", "'gae'", "`grpo`, `rloo`, ..."),),
+         trl=(S("GRPOTrainer"), S("RLOOTrainer")),
+         openrlhf=(S("--algo.advantage.estimator", "'gae'", "`gae`, `rloo`, `group_norm`, `dr_grpo`, ..."),),
          note="verl whitens GAE advantages over the batch (`masked_whiten`); course_lib's `gae` "
               "returns them raw. verl's `rloo` swaps only the advantage; TRL's `RLOOTrainer` also "
-              "uses a sequence-level ratio and k1 KL in the reward."),
+              "uses a sequence-level ratio and k1 KL in the reward. TRL has no PPO trainer: GAE needs "
+              "verl or OpenRLHF."),
     Knob("Std scaling of the advantage", "02_group_advantages",
          verl=(S("algorithm.norm_adv_by_std_in_grpo", "True"),),
-         trl=(S("scale_rewards", '"group"', '`"group"`, `"batch"`, `"none"`'),),
-         openrlhf=(S("--algo.advantage.estimator", None, "`group_norm` vs `dr_grpo`"),),
+         trl=(S("scale_rewards", "'group'", '`"group"`, `"batch"`, `"none"`'),),
+         openrlhf=(S("--algo.advantage.no_std_norm", "False"),),
          note="the epsilon added to the std: 1e-6 in verl, 1e-4 in TRL (both Bessel-corrected)."),
     Knob("Aggregation mode", "03_loss_aggregation",
-         verl=(S("actor_rollout_ref.actor.loss_agg_mode", "token-mean"),),
-         trl=(S("loss_type", "dapo", "`dapo`, `grpo`, `dr_grpo`, `bnpo`, ..."),),
-         openrlhf=(S("token_level_loss", None, "token-level by default"),),
+         verl=(S("actor.loss_agg_mode", "'token-mean'",
+                 "`token-mean`, `seq-mean-token-mean`, `seq-mean-token-sum`, `seq-mean-token-sum-norm`, "
+                 "`token-sum`"),),
+         trl=(S("loss_type", "'dapo'", "`dapo`, `grpo`, `dr_grpo`, `bnpo`, ..."),),
+         openrlhf=(S("--actor.loss_agg_mode", "'token-mean'", "`token-mean`, `seq-mean-token-mean`"),),
          note='TRL\'s `"dapo"` divides by the token count of the whole accumulated global batch, '
-              '`"bnpo"` by the local batch; verl\'s legacy `dp_actor` path normalises per micro-batch.'),
+              '`"bnpo"` by the local batch; verl divides by the global batch\'s token count '
+              "(`global_batch_info`); `token-sum` adds every token's loss unnormalised."),
     Knob("Dr. GRPO's constant L_max", "03_loss_aggregation",
-         verl=(S("actor.loss_scale_factor", "padded response length"),),
+         verl=(S("actor.loss_scale_factor", "None", "None: the padded response length"),),
          trl=(S("max_completion_length", "512"),),
          note='TRL `"dr_grpo"` = sum / (B max_completion_length); verl 0.9.1 '
               "`seq-mean-token-sum-norm` = the same 1/(B L) with L = `loss_scale_factor`, by default "
@@ -97,7 +108,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("eps_high (Clip-Higher)", "05_ratios_and_clipping",
          verl=(S("actor.clip_ratio_high", "0.2"),),
          trl=(S("epsilon_high", "None", "then = epsilon"),),
-         openrlhf=(S("--actor.eps_clip_low_high", None, "second value"),),
+         openrlhf=(S("--actor.eps_clip_low_high", "None", "LOW HIGH; None: both = eps_clip"),),
          note='for `loss_type="cispo"` TRL\'s `epsilon_high` is an absolute cap on the weight, '
               "not a distance from 1."),
     Knob("Dual clip (A < 0)", "05_ratios_and_clipping",
@@ -107,12 +118,13 @@ KNOBS: tuple[Knob, ...] = (
          note="on by default in verl only: its vanilla loss always applies c = 3, so a negative-"
               "advantage token with r > 3 gets no gradient there and does in TRL."),
     Knob("GSPO: sequence-level ratio", "05_ratios_and_clipping",
-         verl=(S("actor_rollout_ref.actor.policy_loss.loss_mode", "vanilla", "`gspo`"),),
-         trl=(S("importance_sampling_level", '"token"', '`"sequence"`'),),
-         openrlhf=(S("--actor.policy_loss_type", None, "`gspo`"),),
-         note="verl writes the GSPO-token form, forces seq-mean-token-mean and caps the log "
-              'sequence ratio at 10; TRL lets `loss_type` choose the aggregation, so the paper needs '
-              '`loss_type="grpo"`.'),
+         verl=(S("actor.policy_loss.loss_mode", "'vanilla'", "`gspo`"),),
+         trl=(S("importance_sampling_level", "'token'", '`"sequence"`'),),
+         openrlhf=(S("--actor.policy_loss_type", "'ppo'", "`gspo`"),),
+         note="verl writes the GSPO-token form and caps the log sequence ratio at 10; in verl 0.9.1 "
+              "and TRL alike the aggregation follows the usual setting (`loss_agg_mode`, default "
+              "token-mean; `loss_type`), so the paper's per-response mean needs "
+              '`loss_agg_mode=seq-mean-token-mean` or `loss_type="grpo"`.'),
     Knob("CISPO's cap", "05_ratios_and_clipping",
          verl=(S("actor.clip_ratio_low", "0.2"), S("actor.clip_ratio_high", "0.2")),
          trl=(S("epsilon_high", None, "absolute cap, rec. 5.0"),),
@@ -122,65 +134,155 @@ KNOBS: tuple[Knob, ...] = (
     Knob("SAPO temperatures", "05_ratios_and_clipping",
          verl=(S("actor.tau_pos", "1.0"), S("actor.tau_neg", "1.05")),
          trl=(S("sapo_temperature_pos", "1.0"), S("sapo_temperature_neg", "1.05")),
-         note="verl's SAPO ignores `loss_agg_mode` and always uses seq-mean-token-mean; TRL's "
-              '`"sapo"` uses the `"grpo"` aggregation.'),
+         note="verl's SAPO ignores `loss_agg_mode` and always uses seq-mean-token-mean (the one loss "
+              'of verl 0.9.1 that forces its aggregation); TRL\'s `"sapo"` uses the `"grpo"` '
+              "aggregation."),
     Knob("KL in the loss and its estimator", "04_kl_estimators",
          verl=(S("actor.use_kl_loss", "False"), S("actor.kl_loss_coef", "0.001"),
-               S("actor.kl_loss_type", "low_var_kl", "`kl`/`k1`, `mse`/`k2`, `low_var_kl`/`k3`")),
+               S("actor.kl_loss_type", "'low_var_kl'", "`kl`/`k1`, `mse`/`k2`, `low_var_kl`/`k3`")),
          trl=(S("beta", "0.0", "always k3"),),
-         openrlhf=(S("--algo.kl.estimator", "k1"),),
-         note="verl clamps the k3 value to [-10, 10] (gradient 0 beyond); TRL does not clamp."),
+         openrlhf=(S("--algo.kl.use_loss", "False"), S("--algo.kl.estimator", "'k1'")),
+         note="verl clamps the k3 value to [-10, 10] (gradient 0 beyond); TRL does not clamp. "
+              "OpenRLHF's default k1 is meant for the reward: as a loss its expected gradient is 0."),
     Knob("KL in the reward", "04_kl_estimators",
-         verl=(S("algorithm.use_kl_in_reward", "False"), S("algorithm.kl_penalty", "kl")),
-         trl=(S("kl_coef", "0.05", "experimental PPO"), S("kl_estimator", "k1")),
-         openrlhf=(S("--algo.kl.init_coef", "0.01"),)),
+         verl=(S("algorithm.use_kl_in_reward", "False"), S("algorithm.kl_penalty", "'kl'"),
+               S("algorithm.kl_ctrl.kl_coef", "0.001")),
+         openrlhf=(S("--algo.kl.init_coef", "0.01", "in the reward unless --algo.kl.use_loss"),),
+         note="TRL's GRPOTrainer has no in-reward KL (and TRL 1.16.0 no PPO trainer)."),
     Knob("Adaptive KL controller", "04_kl_estimators",
-         verl=(S("algorithm.kl_ctrl.type", "fixed", "`adaptive`"), S("algorithm.kl_ctrl.target_kl", "0.1"),
+         verl=(S("algorithm.kl_ctrl.type", "'fixed'", "`adaptive`"), S("algorithm.kl_ctrl.target_kl", "0.1"),
                S("algorithm.kl_ctrl.horizon", "10000")),
-         openrlhf=(S("--algo.kl.target", None, "adaptive when set"), S("--algo.kl.horizon", "10000")),
+         openrlhf=(S("--algo.kl.target", "None", "adaptive when set"), S("--algo.kl.horizon", "10000")),
          note="verl measures the batch mean of the per-token-mean KL, Ziegler et al. the per-sequence "
               "sum: the same target_kl is not comparable. The controller acts on the in-reward KL only."),
-    Knob("Epochs per rollout batch", "07_toy_policy_training",
-         verl=(S("actor.ppo_epochs", "1"), S("actor.ppo_mini_batch_size", "256")),
-         trl=(S("num_iterations", "1"), S("steps_per_generation")),),
+    Knob("Epochs and optimiser steps per rollout batch", "07_toy_policy_training",
+         verl=(S("actor.ppo_epochs", "1"), S("actor.ppo_mini_batch_size", "256", "prompts")),
+         trl=(S("num_iterations", "1"), S("per_device_train_batch_size", "8", "completions"),
+              S("gradient_accumulation_steps", "1"), S("steps_per_generation", "None")),
+         openrlhf=(S("--train.max_epochs", "1"),),
+         note="TRL counts micro-steps: it regenerates every `steps_per_generation` x `num_iterations` "
+              "calls and derives `steps_per_generation` = `generation_batch_size` / "
+              "(`per_device_train_batch_size` x processes x `gradient_accumulation_steps`); setting "
+              "both it and `generation_batch_size` is an error."),
     Knob("Dynamic sampling (DAPO)", "02_group_advantages",
-         verl=(S("algorithm.filter_groups.enable"), S("algorithm.filter_groups.max_num_gen_batches")),
-         openrlhf=(S("--algo.dynamic_filtering_enable"),)),
+         verl=(S("algorithm.filter_groups.enable", "False"),
+               S("algorithm.filter_groups.max_num_gen_batches", "0", "read by no trainer of 0.9.1"),
+               S("algorithm.filter_groups.max_inflight_gen_batches", "1", "concurrent generation batches")),
+         openrlhf=(S("--algo.dynamic_filtering_enable", "False"),)),
     Knob("Overlong shaping", "03_loss_aggregation",
-         verl=(S("reward_model.overlong_buffer.enable"), S("reward_model.overlong_buffer.len"),
-               S("reward_model.overlong_buffer.penalty_factor")),
-         trl=(S("get_soft_overlong_punishment"), S("mask_truncated_completions")),
-         openrlhf=(S("stop_properly_penalty_coef", None, "a different scheme"),)),
+         verl=(S("reward.reward_manager.name", "'naive'", "`dapo`"),
+               S("+reward.reward_kwargs.overlong_buffer_cfg.len", None, "a new key: `+` in Hydra"),
+               S("+reward.reward_kwargs.overlong_buffer_cfg.penalty_factor")),
+         trl=(S("get_soft_overlong_punishment"), S("mask_truncated_completions", "False")),
+         openrlhf=(S("--reward.overlong_buffer_len", "None"), S("--reward.overlong_penalty_factor", "1"),
+                   S("--reward.stop_properly_penalty_coef", "None", "a different scheme"))),
     Knob("TIS / MIS: mode and cap", "06_train_inference_mismatch",
-         verl=(S("algorithm.rollout_correction.rollout_is", "null", "`token`, `sequence`"),
-               S("algorithm.rollout_correction.rollout_is_threshold", "2.0"),
-               S("algorithm.rollout_correction.rollout_rs", "null")),
+         verl=(S("algorithm.rollout_correction.rollout_is", "None", "`token`, `sequence`"),
+               S("algorithm.rollout_correction.rollout_is_threshold", "2.0",
+                 "a number: TIS cap; `lower_upper`: IcePop mask"),
+               S("algorithm.rollout_correction.rollout_rs", "None", "`token_k1`, `seq_sum_k1`, ..."),
+               S("actor_rollout_ref.rollout.calculate_log_probs", "True")),
          trl=(S("vllm_importance_sampling_correction", "True"),
-              S("vllm_importance_sampling_mode", "sequence_mask"),
-              S("vllm_importance_sampling_clip_max", "3.0")),
-         openrlhf=(S("--algo.advantage.is_correction_enable"),
-                   S("--algo.advantage.is_correction_threshold", "[0.5, 5.0]"),
-                   S("--algo.advantage.is_correction_type", None, "`tis`, `icepop`, `seq-mask-tis`")),
+              S("vllm_importance_sampling_mode", "'sequence_mask'"),
+              S("vllm_importance_sampling_clip_max", "3.0"),
+              S("vllm_importance_sampling_clip_min", "None")),
+         openrlhf=(S("--algo.advantage.is_correction_level", "'off'", "`token`, `seq`"),
+                   S("--algo.advantage.is_correction_mode", "'mask'", "`clip`"),
+                   S("--algo.advantage.is_correction_threshold", "[0.5, 5.0]")),
          note="TRL corrects by default whenever it samples with vLLM and keeps masked tokens in the "
-              "normaliser; verl corrects only when asked, and its rejection removes tokens from "
-              "`response_mask`, so they leave the token-mean denominator."),
+              "normaliser; verl corrects only when asked. verl's IcePop form (`rollout_is_threshold` "
+              "= `lower_upper`) zeroes the weight and keeps the token in the mask, like TRL and the "
+              "toy; its rejection (`rollout_rs`) removes tokens from `response_mask`, so they leave the "
+              "token-mean denominator, and its k1 bounds apply to pi_rollout / pi_train."),
 )
 del S
 
+VERSIONS = {"verl": "0.9.1", "TRL": "1.16.0", "OpenRLHF": "0.11.2"}   # what KNOBS and the translations state
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """A training-curve monitor of the course and the name each framework logs it under."""
+    concept: str
+    chapter: str
+    verl: tuple[str, ...] = ()
+    trl: tuple[str, ...] = ()
+    openrlhf: tuple[str, ...] = ()
+    note: str = ""
+
+    def settings(self) -> dict[str, tuple[str, ...]]:
+        return {"verl": self.verl, "TRL": self.trl, "OpenRLHF": self.openrlhf}
+
+
+METRICS: tuple[Monitor, ...] = (
+    Monitor("Clip fraction", "05_ratios_and_clipping",
+            verl=("actor/pg_clipfrac", "actor/pg_clipfrac_lower"),
+            trl=("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"),
+            note="both count only the tokens whose clip binds (the advantage's sign decides which "
+                 "side), not every token outside [1 - eps, 1 + eps]; verl's `_lower` is the dual clip."),
+    Monitor("KL to the reference", "04_kl_estimators",
+            verl=("actor/kl_loss", "actor/reward_kl_penalty"), trl=("kl",), openrlhf=("kl",)),
+    Monitor("Entropy", "08_reading_training_curves", verl=("actor/entropy",), trl=("entropy",)),
+    Monitor("Response length", "03_loss_aggregation",
+            verl=("response_length/mean", "response_length/clip_ratio"),
+            trl=("completions/mean_length", "completions/clipped_ratio"),
+            openrlhf=("rollout/response_length_mean",)),
+    Monitor("Groups without signal", "02_group_advantages", trl=("frac_reward_zero_std", "reward_std")),
+    Monitor("Gradient norm", "08_reading_training_curves",
+            verl=("actor/grad_norm",), trl=("grad_norm",), openrlhf=("grad_norm",)),
+    Monitor("Sampler/learner ratio", "06_train_inference_mismatch",
+            verl=("rollout_corr/rollout_is_mean", "rollout_corr/rollout_rs_masked_fraction"),
+            trl=("sampling/importance_sampling_ratio/mean", "sampling/sampling_logp_difference/max")),
+)
+
+
+def verl_key(name: str) -> str:
+    """A KNOBS verl name as a full Hydra path (`actor.` is short for `actor_rollout_ref.actor.`)."""
+    name = name.lstrip("+")
+    return "actor_rollout_ref." + name if name.startswith("actor.") else name
+
+
+def stated_default(s: Setting):
+    """The default a Setting states, as a Python value (its string is a Python literal)."""
+    if s.default is None:
+        raise ValueError(f"{s.name} states no default")
+    try:
+        return ast.literal_eval(s.default)
+    except (ValueError, SyntaxError) as e:
+        raise ValueError(f"{s.name}: default {s.default!r} is not a Python literal") from e
+
+
+def _header(first: str) -> list[str]:
+    cols = " | ".join(f"{f} {VERSIONS[f]}" for f in FRAMEWORKS)
+    return [f"| {first} | {cols} | chapter |", "|---|---|---|---|---|"]
+
 
 def knob_table_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
-    """The knob table as Markdown: concept, the three frameworks' settings, the chapter."""
+    """The knob table as Markdown: concept, the three frameworks' settings (each column names the
+    version it was checked against), the chapter."""
     def cell(settings):
         return "<br>".join(s.markdown() for s in settings) or "—"
-    lines = ["| concept | verl | TRL | OpenRLHF | chapter |", "|---|---|---|---|---|"]
+    lines = _header("concept")
     for k in knobs:
         lines.append(f"| {k.concept} | {cell(k.verl)} | {cell(k.trl)} | {cell(k.openrlhf)} | "
                      f"[{k.chapter[:2]}]({k.chapter}.ipynb) |")
     return "\n".join(lines)
 
 
-def notes_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
-    """The knobs whose number means different things in different frameworks, as a bullet list."""
+def metrics_table_markdown(monitors: Sequence[Monitor] = METRICS) -> str:
+    """Each monitor of the course and the names the frameworks log it under, as Markdown."""
+    def cell(names):
+        return "<br>".join(f"`{n}`" for n in names) or "—"
+    lines = _header("monitor")
+    for m in monitors:
+        lines.append(f"| {m.concept} | {cell(m.verl)} | {cell(m.trl)} | {cell(m.openrlhf)} | "
+                     f"[{m.chapter[:2]}]({m.chapter}.ipynb) |")
+    return "\n".join(lines)
+
+
+def notes_markdown(knobs: Sequence = KNOBS + METRICS) -> str:
+    """The knobs and monitors whose number means different things in different frameworks, as a
+    bullet list."""
     return "\n".join(f"- **{k.concept}**: {k.note}" for k in knobs if k.note)
 
 
@@ -203,12 +305,11 @@ class Normaliser:
 
 NORMALISERS: tuple[Normaliser, ...] = (
     Normaliser("verl", "token-mean", "token-mean", "global"),
-    Normaliser("verl legacy", "token-mean", "token-mean", "micro-batch"),
     Normaliser("TRL", "dapo", "token-mean", "global"),
     Normaliser("TRL", "bnpo", "token-mean", "micro-batch"),
     Normaliser("TRL", "grpo", "seq-mean-token-mean", "global"),
     Normaliser("TRL", "dr_grpo", "seq-mean-token-sum-norm", "global", uses_max_len=True),
-    Normaliser("OpenRLHF", "token-level", "token-mean", "global"),
+    Normaliser("OpenRLHF", "token-mean", "token-mean", "global"),
 )
 
 
@@ -238,10 +339,6 @@ def normaliser_weights(norm: Normaliser, mask: Tensor, *, micro_batches: int = 1
 # ----------------------------------------------------------------------------------------------
 # a chapter-07 config at scale
 # ----------------------------------------------------------------------------------------------
-# keys the translations write that the fact sheet does not list (real, but not checked there)
-NOT_IN_FACT_SHEET = {"data.train_batch_size", "actor_rollout_ref.rollout.temperature",
-                     "actor_rollout_ref.actor.optim.lr", "algorithm.filter_groups.metric",
-                     "temperature", "learning_rate", "generation_batch_size", "use_vllm"}
 TRL_AGG = {"token-mean": "dapo", "seq-mean-token-mean": "grpo", "seq-mean-token-sum-norm": "dr_grpo"}
 VERL_KL = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 A = "actor_rollout_ref.actor."
@@ -263,8 +360,13 @@ def resolved_loss_knobs(cfg) -> dict:
     return knobs
 
 
+MIS_LOWER = 1e-9          # IcePop's lower bound for the course's upper-only MIS: below e^-20, verl's
+                          # smallest weight (it clamps |log rho| <= 20, as course_lib does)
+
+
 def to_verl(cfg) -> list[tuple[str, object, str]]:
-    """A ToyConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo``."""
+    """A ToyConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo`` (verl 0.9.1);
+    a key starting with '+' adds a key the base config lacks; one starting with '#' is a note only."""
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
     out = [("algorithm.adv_estimator", cfg.adv_estimator, ""),
@@ -275,7 +377,7 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
            ("actor_rollout_ref.rollout.temperature", cfg.temperature, ""),
            (A + "optim.lr", cfg.lr, ""),
            (A + "ppo_mini_batch_size", cfg.prompts_per_step // cfg.minibatches,
-            f"{cfg.minibatches} optimiser step(s) per batch"),
+            f"prompts; {cfg.minibatches} optimiser step(s) per batch"),
            (A + "ppo_epochs", cfg.epochs, "")]
     mode = {"ppo": "vanilla", "grpo": "vanilla", "dapo": "vanilla", "dr_grpo": "vanilla"}.get(loss, loss)
     out.append((A + "policy_loss.loss_mode", mode, ""))
@@ -291,11 +393,7 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
         out += [(A + "clip_ratio_low", low, "no lower bound: 1 - 10 < 0" if loss == "cispo" and
                  k["eps_low"] is None else ""),
                 (A + "clip_ratio_high", k["eps_high"], "")]
-        if loss == "gspo" and k["agg"] != "seq-mean-token-mean":
-            out.append((A + "loss_agg_mode", "seq-mean-token-mean",
-                        f"verl's GSPO forces this; the toy run used {k['agg']}"))
-        else:
-            out.append((A + "loss_agg_mode", k["agg"], ""))
+        out.append((A + "loss_agg_mode", k["agg"], ""))
         if k["agg"] == "seq-mean-token-sum-norm":
             out.append((A + "loss_scale_factor", cfg.max_new_tokens, "L_max"))
     if mode == "vanilla":
@@ -308,20 +406,27 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
     if cfg.dynamic_sampling:
         out += [("algorithm.filter_groups.enable", True, ""),
                 ("algorithm.filter_groups.metric", "acc", ""),
-                ("algorithm.filter_groups.max_num_gen_batches", cfg.max_sampling_rounds, "")]
+                ("# max sampling rounds", None,
+                 f"the toy draws at most {cfg.max_sampling_rounds} batches; verl 0.9.1's trainer reads no "
+                 "such bound (it warns that filter_groups.max_num_gen_batches is ignored)")]
     if cfg.overlong_penalty:
-        out += [("reward_model.overlong_buffer.enable", True, ""),
-                ("reward_model.overlong_buffer.len", cfg.overlong_cache, ""),
-                ("reward_model.overlong_buffer.penalty_factor", 1.0, "")]
+        kw = "+reward.reward_kwargs."
+        out += [("reward.reward_manager.name", "dapo", "the reward manager that applies it"),
+                (kw + "max_resp_len", cfg.max_new_tokens, ""),
+                (kw + "overlong_buffer_cfg.enable", True, ""),
+                (kw + "overlong_buffer_cfg.len", cfg.overlong_cache, ""),
+                (kw + "overlong_buffer_cfg.penalty_factor", 1.0, ""),
+                (kw + "overlong_buffer_cfg.log", False, "")]
     if cfg.correction != "none":
         out += [("actor_rollout_ref.rollout.calculate_log_probs", True, "the sampler's log-probs"),
-                ("algorithm.rollout_correction.rollout_is", cfg.correction_level, ""),
-                ("algorithm.rollout_correction.rollout_is_threshold", cfg.correction_cap, "")]
-        if cfg.correction == "mis":
-            rs = "token_k1" if cfg.correction_level == "token" else "seq_sum_k1"
-            out += [("algorithm.rollout_correction.rollout_rs", rs, "rejected tokens leave the token mean"),
-                    ("algorithm.rollout_correction.rollout_rs_threshold", f"0.001_{cfg.correction_cap}",
-                     "lower_upper")]
+                ("algorithm.rollout_correction.rollout_is", cfg.correction_level, "")]
+        if cfg.correction == "tis":
+            out.append(("algorithm.rollout_correction.rollout_is_threshold", cfg.correction_cap, ""))
+        else:
+            out.append(("algorithm.rollout_correction.rollout_is_threshold",
+                        f"{MIS_LOWER:g}_{cfg.correction_cap:g}",
+                        "IcePop: weight 0 outside [lower, upper], the token stays in the mask; a lower "
+                        "bound under e^-20 is none"))
     if cfg.old_logp_source == "sampler":
         out.append(("algorithm.rollout_correction.bypass_mode", True, "pi_old := the sampler's log-probs"))
         if mode == "vanilla":
@@ -346,17 +451,28 @@ def _mismatch_note(cfg) -> list:
 
 
 def to_trl(cfg) -> list[tuple[str, object, str]]:
-    """A ToyConfig -> [(GRPOConfig keyword, value, note)]; a key starting with '#' is a note only
-    (no TRL setting does it)."""
+    """A ToyConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
+    note only (no TRL setting does it).
+
+    The batch: one generation batch of B = P G completions, split into ``minibatches`` optimiser steps
+    of B / minibatches completions (``per_device_train_batch_size``, on one process; divide it by the
+    number of processes), no gradient accumulation, ``epochs`` passes (``num_iterations``). TRL then
+    derives ``steps_per_generation`` = minibatches itself (setting it as well is an error).
+    """
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
+    B = cfg.batch_size
+    if B % cfg.minibatches:
+        raise ValueError(f"cfg.minibatches={cfg.minibatches} must divide the batch B={B}")
     out = [("num_generations", cfg.group_size, "G"),
-           ("generation_batch_size", cfg.batch_size, "B = P * G completions per step"),
+           ("generation_batch_size", B, "B = P * G completions per rollout"),
+           ("per_device_train_batch_size", B // cfg.minibatches,
+            f"completions per optimiser step ({cfg.minibatches} per batch; divide by processes)"),
+           ("gradient_accumulation_steps", 1, ""),
+           ("num_iterations", cfg.epochs, "passes over each generation batch"),
            ("max_completion_length", cfg.max_new_tokens, ""),
            ("temperature", cfg.temperature, ""),
            ("learning_rate", cfg.lr, ""),
-           ("steps_per_generation", cfg.minibatches, ""),
-           ("num_iterations", cfg.epochs, ""),
            ("scale_rewards", "group" if k["std_scaling"] else "none", "")]
     if cfg.adv_estimator == "rloo":
         out.append(("# RLOOTrainer", None, "TRL's RLOO is its own trainer with a sequence-level ratio"))
@@ -405,15 +521,144 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
     return out + _mismatch_note(cfg)
 
 
+OPENRLHF_ADV = {"grpo": "group_norm", "rloo": "rloo"}
+O = "--algo."
+
+
+def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
+    """A ToyConfig -> [(command-line flag, value, note)] for OpenRLHF 0.11.2's
+    ``openrlhf.cli.train_ppo_ray``; value True is a bare switch, a list is several values, a key
+    starting with '#' is a note only."""
+    k = resolved_loss_knobs(cfg)
+    loss = k["loss"]
+    std = k["std_scaling"]
+    est = "dr_grpo" if cfg.adv_estimator == "grpo" and not std else OPENRLHF_ADV[cfg.adv_estimator]
+    out = [(O + "advantage.estimator", est, "")]
+    if not std and est != "dr_grpo":
+        out.append((O + "advantage.no_std_norm", True, ""))
+    out += [("--rollout.batch_size", cfg.prompts_per_step, "prompts per step (P)"),
+            ("--rollout.n_samples_per_prompt", cfg.group_size, "G"),
+            ("--train.batch_size", cfg.batch_size // cfg.minibatches,
+             f"completions per optimiser step ({cfg.minibatches} per batch)"),
+            ("--train.max_epochs", cfg.epochs, ""),
+            ("--rollout.max_new_tokens", cfg.max_new_tokens, ""),
+            ("--rollout.temperature", cfg.temperature, ""),
+            ("--actor.adam.lr", cfg.lr, "")]
+    if loss in ("cispo", "sapo"):
+        out.append(("# policy loss", None, f"OpenRLHF has no {loss} loss (ppo, gspo only)"))
+    else:
+        if loss == "gspo":
+            out.append(("--actor.policy_loss_type", "gspo", ""))
+        out.append(("--actor.eps_clip_low_high", [k["eps_low"], k["eps_high"]], ""))
+        if k.get("dual_clip") is not None:
+            out.append(("--actor.dual_clip", k["dual_clip"], ""))
+    if k["agg"] in ("token-mean", "seq-mean-token-mean"):
+        out.append(("--actor.loss_agg_mode", k["agg"], ""))
+    else:
+        out.append(("# aggregation", None, f"OpenRLHF has token-mean and seq-mean-token-mean only; "
+                    f"the toy used {k['agg']}"))
+    if cfg.kl_coef > 0:
+        out += [(O + "kl.use_loss", True, ""), (O + "kl.init_coef", cfg.kl_coef, ""),
+                (O + "kl.estimator", cfg.kl_estimator, "")]
+    else:
+        out.append((O + "kl.init_coef", 0.0, "the default 0.01 puts a KL in the reward"))
+    if cfg.dynamic_sampling:
+        out += [(O + "dynamic_filtering_enable", True, "needs a remote reward or an agent function"),
+                (O + "dynamic_filtering_range", [0.0, 1.0], "keep groups whose mean reward is inside")]
+    if cfg.overlong_penalty:
+        out += [("--reward.overlong_buffer_len", cfg.overlong_cache, ""),
+                ("--reward.overlong_penalty_factor", 1.0, "")]
+    if cfg.correction != "none":
+        if cfg.correction_level == "sequence":
+            out.append(("# correction", None, "OpenRLHF's seq level gates the geometric mean of the "
+                        "ratios, not their product; no flag runs the toy's sequence-level weight"))
+        else:
+            out += [(O + "advantage.is_correction_level", "token", ""),
+                    (O + "advantage.is_correction_mode", "clip" if cfg.correction == "tis" else "mask",
+                     ""),
+                    (O + "advantage.is_correction_threshold", [0.0, cfg.correction_cap],
+                     "LOW HIGH; 0: no lower bound")]
+    if cfg.old_logp_source == "sampler":
+        out.append(("# pi_old", None, "OpenRLHF recomputes pi_old with the trainer"))
+    return out + _mismatch_note(cfg)
+
+
+def translation_cases() -> dict:
+    """Every configuration the course translates, by label: the three sizes, every named loss, every
+    chapter-07 comparison variant, each correction (TIS, MIS; token, sequence), dynamic sampling, the
+    overlong penalty, the KL in the loss with each estimator, dual clip, several optimiser steps and
+    epochs per batch. The peers tests hand each one to verl, TRL and OpenRLHF."""
+    from dataclasses import replace
+    from . import losses
+    from .toy.config import SIZES, make_config
+    from .toy.experiments import COMPARISONS
+    base = make_config("smoke")
+    cases = {f"size {size}": make_config(size) for size in SIZES}
+    cases.update({f"loss {name}": replace(base, loss=name) for name in losses.LOSSES})
+    for name, comp in COMPARISONS.items():
+        cases.update({f"{name}: {label}": c for label, c in comp.configs(base, seed=base.seed).items()})
+    for kind in ("tis", "mis"):
+        for level in ("token", "sequence"):
+            cases[f"{kind} {level}"] = replace(base, correction=kind, correction_level=level,
+                                               correction_cap=2.0)
+    cases.update({f"kl {e}": replace(base, kl_coef=0.01, kl_estimator=e) for e in ("k1", "k2", "k3")})
+    cases["dynamic sampling"] = replace(base, dynamic_sampling=True)
+    cases["overlong penalty"] = replace(base, overlong_penalty=True, overlong_cache=3)
+    cases["dual clip 3"] = replace(base, loss="ppo", dual_clip=3.0)
+    cases["4 minibatches, 2 epochs"] = replace(base, minibatches=4, epochs=2)
+    cases["dr_grpo with std"] = replace(base, loss="dr_grpo", std_scaling=True)
+    return cases
+
+
 def _fmt(v) -> str:
     return repr(v) if isinstance(v, str) else (f"{v:g}" if isinstance(v, float) else str(v))
+
+
+def _hydra(v) -> str:
+    """A value as a Hydra override writes it: strings that Hydra would read as a number (an IcePop
+    '1e-09_2') are quoted."""
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            return v
+        return f"'{v}'"
+    return _fmt(v)
 
 
 def verl_text(cfg) -> str:
     """Hydra overrides, one a line, ready to paste after ``python -m verl.trainer.main_ppo``."""
     rows = to_verl(cfg)
-    lines = [f"{key}={v if isinstance(v, str) else _fmt(v)}" for key, v, _ in rows if key[0] != "#"]
-    notes = [f"#   {key.lstrip('# ')}: {note}" for key, _, note in rows if note]
+    lines = [f"{key}={_hydra(v)}" for key, v, _ in rows if key[0] != "#"]
+    notes = [f"#   {key.lstrip('#+ ')}: {note}" for key, _, note in rows if note]
+    return " \\\n".join(lines) + ("\n# notes:\n" + "\n".join(notes) if notes else "")
+
+
+def _arg(v) -> str:
+    return v if isinstance(v, str) else _fmt(v)
+
+
+def openrlhf_args(cfg) -> list[str]:
+    """The flags of ``to_openrlhf`` as an argument list (what the shell passes to its parser)."""
+    args = []
+    for key, v, _ in to_openrlhf(cfg):
+        if key.startswith("#"):
+            continue
+        args.append(key)
+        if v is not True:
+            args += [_arg(x) for x in v] if isinstance(v, list) else [_arg(v)]
+    return args
+
+
+def openrlhf_text(cfg) -> str:
+    """The flags, one a line, to paste after ``python -m openrlhf.cli.train_ppo_ray``; notes last."""
+    rows = to_openrlhf(cfg)
+    lines = []
+    for key, v, _ in rows:
+        if not key.startswith("#"):
+            value = "" if v is True else " " + " ".join(_arg(x) for x in (v if isinstance(v, list) else [v]))
+            lines.append(key + value)
+    notes = [f"#   {key.lstrip('#- ')}: {note}" for key, _, note in rows if note]
     return " \\\n".join(lines) + ("\n# notes:\n" + "\n".join(notes) if notes else "")
 
 
@@ -479,7 +724,7 @@ def comparison_text(comp, base, framework: str) -> str:
     def line(key, v, note):
         if key.startswith("#"):
             return f"# {key.lstrip('# ')}: {note}"
-        value = v if framework == "verl" and isinstance(v, str) else _fmt(v)
+        value = _hydra(v) if framework == "verl" else _fmt(v)
         return f"{key}={value}" + (f"  # {note}" if note else "")
 
     out = [f"[{framework}] {len(shared)} settings shared by every variant; the rest:"]

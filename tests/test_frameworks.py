@@ -1,8 +1,10 @@
-"""course_lib.frameworks: the knob table against the fact sheet, each framework's normaliser against
+"""course_lib.frameworks: the knob table against what the peers tests read from the installed frameworks
+(notebooks/data/framework_defaults.json), each framework's normaliser against
 hand-computed weights, the ToyConfig -> verl / TRL translations, the stored peer-test reader."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -15,64 +17,47 @@ from course_lib.toy.config import make_config
 from course_lib.toy.experiments import COMPARISONS
 
 ROOT = Path(__file__).resolve().parents[1]
-# ../shared beside the repository (CI, the main checkout); two levels up for a git worktree
-FACT_SHEETS = [ROOT.parent / "shared/reference/algorithms.md",
-               ROOT.parent.parent / "shared/reference/algorithms.md"]
+DEFAULTS = ROOT / "notebooks/data/framework_defaults.json"
 
 
 @pytest.fixture(scope="module")
-def fact_sheet() -> str:
-    for path in FACT_SHEETS:
-        if path.exists():
-            return path.read_text()
-    pytest.skip("the fact sheet (../shared/reference/algorithms.md) is not beside this checkout")
+def installed() -> dict:
+    """What tests/peers/test_knobs.py read from the installed frameworks (`make peers` stores it)."""
+    return json.loads(DEFAULTS.read_text())
 
 
-def mentioned(name: str, text: str) -> bool:
-    """The name appears, or its dotted prefix appears with its last part listed right after
-    (the fact sheet writes `a.b.{c,d}`)."""
-    if name in text:
-        return True
-    if "." not in name:
-        return False
-    prefix, last = name.rsplit(".", 1)
-    return any(last in text[m.end():m.end() + 120] for m in re.finditer(re.escape(prefix + "."), text))
-
-
-LEAD = re.compile(r"^(?:[\s`=(|:*]|default:?|[A-Z]{2,}\b)*")   # "` = `", "` (default: ", "` LOW HIGH`"
-
-
-def default_documented(s: fw.Setting, text: str) -> bool:
-    """Some mention of the setting (its full name or its last part) is followed directly by its
-    default: `name` (0.2), `name` = `x` (default), `name` | null, name: 0.1 (a value listed among
-    the choices does not count)."""
-    keys = {s.name, s.name.rsplit(".", 1)[-1]}
-    return any(LEAD.sub("", text[m.end():m.end() + 80]).startswith(s.default)
-               for key in keys for m in re.finditer(re.escape(key), text))
-
-
-def test_every_setting_of_the_knob_table_and_its_default_is_in_the_fact_sheet(fact_sheet):
+def test_every_stated_default_is_the_one_read_from_the_installed_frameworks(installed):
+    # the record is written by the frameworks themselves; editing KNOBS without `make peers` fails here
+    assert installed["versions"] == fw.VERSIONS
     n = 0
     for knob in fw.KNOBS:
         for framework, settings in knob.settings().items():
             for s in settings:
-                assert mentioned(s.name, fact_sheet), f"{knob.concept} / {framework}: {s.name}"
+                key = f"{framework} {s.name}"
+                assert key in installed["defaults"], f"{key}: not read from the installed package"
                 if s.default is not None:
-                    assert default_documented(s, fact_sheet), \
-                        f"{knob.concept} / {framework}: {s.name} default {s.default}"
+                    stated = fw.stated_default(s)
+                    stated = list(stated) if isinstance(stated, tuple) else stated
+                    assert installed["defaults"][key] == stated, f"{key}: {s.default}"
                     n += 1
-                for value in re.findall(r"`([^`]+)`", s.values or ""):
-                    assert value in fact_sheet, f"{knob.concept} / {framework}: value {value}"
-    assert n >= 30                                   # the table states defaults, not just names
+    assert n >= 45                                   # the table states defaults, not just names
+    logged = set(installed["metrics"])
+    for m in fw.METRICS:
+        for framework, names in m.settings().items():
+            assert {f"{framework} {name}" for name in names} <= logged, m.concept
 
 
-def test_the_checker_rejects_a_wrong_default(fact_sheet):
-    # planted: verl's dual-clip constant is 3.0, TRL's IS cap 3.0 and verl's 2.0 are not swapped
-    assert default_documented(fw.Setting("actor.clip_ratio_c", "3.0"), fact_sheet)
-    assert not default_documented(fw.Setting("actor.clip_ratio_c", "2.5"), fact_sheet)
-    assert not default_documented(fw.Setting("vllm_importance_sampling_mode", "token_truncate"),
-                                  fact_sheet)
-    assert not mentioned("actor.clip_ratio_lower", fact_sheet)
+def test_the_default_check_rejects_a_wrong_default(installed):
+    # planted: verl's dual-clip constant is 3.0, TRL's IS cap 3.0; a swapped or changed one fails
+    assert installed["defaults"]["verl actor.clip_ratio_c"] == fw.stated_default(
+        fw.Setting("actor.clip_ratio_c", "3.0"))
+    assert installed["defaults"]["verl actor.clip_ratio_c"] != fw.stated_default(
+        fw.Setting("actor.clip_ratio_c", "2.5"))
+    assert installed["defaults"]["TRL vllm_importance_sampling_mode"] != "token_truncate"
+    with pytest.raises(ValueError, match="literal"):
+        fw.stated_default(fw.Setting("x", "padded response length"))
+    with pytest.raises(ValueError, match="no default"):
+        fw.stated_default(fw.Setting("x"))
 
 
 def test_knob_table_covers_the_course_concepts_and_renders_one_row_each():
@@ -111,10 +96,9 @@ def test_normaliser_weights_match_hand_computed_values():
     B, n_tok = 4, sum(LENGTHS)                                                 # 12 tokens
     cases = {("TRL", "dapo"): [1 / n_tok] * 4,
              ("verl", "token-mean"): [1 / n_tok] * 4,
-             ("OpenRLHF", "token-level"): [1 / n_tok] * 4,
+             ("OpenRLHF", "token-mean"): [1 / n_tok] * 4,
              # micro-batches {0, 1}: 4 tokens, {2, 3}: 8 tokens; each loss / 2 (accumulation)
              ("TRL", "bnpo"): [1 / 8, 1 / 8, 1 / 16, 1 / 16],
-             ("verl legacy", "token-mean"): [1 / 8, 1 / 8, 1 / 16, 1 / 16],
              ("TRL", "grpo"): [1 / (B * n) for n in LENGTHS],
              ("TRL", "dr_grpo"): [1 / (B * 10)] * 4}
     for key, expected in cases.items():
@@ -154,6 +138,10 @@ def trl(cfg):
     return {k: v for k, v, _ in fw.to_trl(cfg) if not k.startswith("#")}
 
 
+def openrlhf(cfg):
+    return {k: v for k, v, _ in fw.to_openrlhf(cfg) if not k.startswith("#")}
+
+
 A = "actor_rollout_ref.actor."
 
 
@@ -185,10 +173,11 @@ def test_dual_clip_off_in_the_toy_is_turned_off_in_verl_and_on_maps_to_trl_delta
     assert verl(cfg)[A + "clip_ratio_c"] == 3.0 and trl(cfg)["delta"] == 3.0
 
 
-def test_gspo_and_sapo_translate_with_their_forced_aggregation():
+def test_gspo_follows_the_aggregation_and_sapo_forces_its_own():
     v, t = verl(replace(BASE, loss="gspo")), trl(replace(BASE, loss="gspo"))
     assert v[A + "policy_loss.loss_mode"] == "gspo" and v[A + "clip_ratio_low"] == 3e-4
-    assert v[A + "loss_agg_mode"] == "seq-mean-token-mean"
+    assert v[A + "loss_agg_mode"] == "seq-mean-token-mean"                  # the toy's GSPO default
+    assert verl(replace(BASE, loss="gspo", agg="token-mean"))[A + "loss_agg_mode"] == "token-mean"
     assert t["importance_sampling_level"] == "sequence" and t["loss_type"] == "grpo"
     assert (t["epsilon"], t["epsilon_high"]) == (3e-4, 4e-4)
     rows = fw.to_verl(replace(BASE, loss="sapo", agg="token-mean"))
@@ -214,11 +203,28 @@ def test_corrections_translate_to_mode_level_and_cap():
     assert trl(BASE)["vllm_importance_sampling_correction"] is False          # TRL's default is on
     v = verl(mis)
     assert v["algorithm.rollout_correction.rollout_is"] == "sequence"
-    assert v["algorithm.rollout_correction.rollout_is_threshold"] == 3.0
-    assert v["algorithm.rollout_correction.rollout_rs"] == "seq_sum_k1"
+    # MIS is verl's IcePop form: "lower_upper" with no effective lower bound; no rejection (rollout_rs)
+    assert v["algorithm.rollout_correction.rollout_is_threshold"] == "1e-09_3"
+    assert "algorithm.rollout_correction.rollout_rs" not in v
+    assert "rollout_is_threshold='1e-09_3'" in fw.verl_text(mis)              # quoted: not a number
     assert v["actor_rollout_ref.rollout.calculate_log_probs"] is True
-    assert "algorithm.rollout_correction.rollout_rs" not in verl(tis)
+    assert verl(tis)["algorithm.rollout_correction.rollout_is_threshold"] == 2.0
     assert "algorithm.rollout_correction.rollout_is" not in verl(BASE)
+    o = openrlhf(replace(mis, correction_level="token"))
+    assert (o["--algo.advantage.is_correction_level"], o["--algo.advantage.is_correction_mode"],
+            o["--algo.advantage.is_correction_threshold"]) == ("token", "mask", [0.0, 3.0])
+    assert "--algo.advantage.is_correction_level" not in openrlhf(mis)       # geometric mean there
+    assert any("geometric mean" in n for k, _, n in fw.to_openrlhf(mis) if k.startswith("#"))
+
+
+def test_overlong_penalty_uses_verls_dapo_reward_manager_and_openrlhfs_buffer():
+    cfg = replace(BASE, overlong_penalty=True, overlong_cache=3)
+    v, o = verl(cfg), openrlhf(cfg)
+    assert v["reward.reward_manager.name"] == "dapo"
+    assert v["+reward.reward_kwargs.overlong_buffer_cfg.len"] == 3
+    assert v["+reward.reward_kwargs.max_resp_len"] == cfg.max_new_tokens
+    assert not any(k.startswith("reward_model.") for k in v)                 # the removed keys
+    assert (o["--reward.overlong_buffer_len"], o["--reward.overlong_penalty_factor"]) == (3, 1.0)
 
 
 def test_sizes_and_optimiser_settings_carry_over():
@@ -228,29 +234,32 @@ def test_sizes_and_optimiser_settings_carry_over():
     assert (v["data.train_batch_size"], v["actor_rollout_ref.rollout.n"]) == (32, 16)
     assert (v[A + "ppo_mini_batch_size"], v[A + "ppo_epochs"], v[A + "optim.lr"]) == (8, 2, 3e-4)
     assert (v[A + "use_kl_loss"], v[A + "kl_loss_coef"], v[A + "kl_loss_type"]) == (True, 0.01, "mse")
-    assert (t["num_generations"], t["generation_batch_size"], t["steps_per_generation"]) == (16, 512, 4)
+    assert (t["num_generations"], t["generation_batch_size"], t["per_device_train_batch_size"]) == (16, 512, 128)
+    assert t["gradient_accumulation_steps"] == 1 and "steps_per_generation" not in t   # TRL derives it: 4
     assert (t["num_iterations"], t["learning_rate"], t["temperature"], t["beta"]) == (2, 3e-4, 0.7, 0.01)
     notes = " ".join(n for k, _, n in fw.to_trl(cfg) if k.startswith("#"))
     assert "only k3" in notes
+    o = openrlhf(cfg)
+    assert (o["--rollout.batch_size"], o["--rollout.n_samples_per_prompt"], o["--train.batch_size"]) == (32, 16, 128)
+    assert (o["--train.max_epochs"], o["--algo.kl.use_loss"], o["--algo.kl.estimator"]) == (2, True, "k2")
+    assert openrlhf(BASE)["--algo.kl.init_coef"] == 0.0                     # its default 0.01 is on
     with pytest.raises(ValueError, match="cfg.loss"):
         fw.to_verl(replace(BASE, loss=lambda *a, **k: None))
 
 
-def test_every_comparison_variant_gives_pasteable_text_with_documented_keys(fact_sheet):
-    for comp in COMPARISONS.values():
-        for cfg in comp.configs(BASE, seed=0).values():
-            text = fw.trl_text(cfg)
-            call = ast.parse(text, mode="eval").body
-            assert isinstance(call, ast.Call) and call.func.id == "GRPOConfig"
-            assert {kw.arg for kw in call.keywords} == set(trl(cfg))
-            assert all(len(line) <= 110 for line in text.splitlines())
-            lines = fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n")
-            assert all(re.fullmatch(r"[a-z_.]+=\S+", line) for line in lines), lines
-            assert len(lines) == len(verl(cfg))
-            for key in list(verl(cfg)) + list(trl(cfg)):
-                short = key.removeprefix("actor_rollout_ref.")
-                assert key in fw.NOT_IN_FACT_SHEET or mentioned(key, fact_sheet) \
-                    or mentioned(short, fact_sheet), key
+def test_every_translation_gives_pasteable_text():
+    # what each framework makes of the text is tested in tests/peers/test_translations.py
+    for cfg in fw.translation_cases().values():
+        text = fw.trl_text(cfg)
+        call = ast.parse(text, mode="eval").body
+        assert isinstance(call, ast.Call) and call.func.id == "GRPOConfig"
+        assert {kw.arg for kw in call.keywords} == set(trl(cfg))
+        assert all(len(line) <= 110 for line in text.splitlines())
+        lines = fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n")
+        assert all(re.fullmatch(r"\+?[a-z_.]+=\S+", line) for line in lines), lines
+        assert len(lines) == len(verl(cfg))
+        args = fw.openrlhf_args(cfg)
+        assert [a for a in args if a.startswith("--")] == list(openrlhf(cfg))
 
 
 # ---- the stored peer test ------------------------------------------------------------------------

@@ -1,10 +1,9 @@
 """course_lib against verl 0.9.1's own functions: values and gradients on random padded batches.
 
-Runs only where verl is installed (`make peers` installs it without its heavy extras and runs this
-file); `make test` skips it otherwise. Where the two differ by a documented convention, the test undoes
-that difference (and says so in the comparison's name) and checks that nothing else differs. With
-PEERS_RECORD=path set, every comparison's largest differences are written to that JSON file, which
-chapter 09 shows.
+Runs in the peers environment (`make peers`); `make test` skips it otherwise. Where the two differ by
+a documented convention, the test undoes that difference (and says so in the comparison's name) and
+checks that nothing else differs. With PEERS_RECORD_DIR set, every comparison's largest differences
+are written to verl_agreement.json there, which chapter 09 shows.
 """
 from __future__ import annotations
 
@@ -16,11 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-ca = pytest.importorskip("verl.trainer.ppo.core_algos")
+from conftest import REASON                                       # noqa: E402
+
+ca = pytest.importorskip("verl.trainer.ppo.core_algos", reason=REASON)
 from verl.trainer.ppo import rollout_corr_helper as rc          # noqa: E402
 from verl.utils import torch_functional as verl_F                # noqa: E402
 
 from course_lib import advantages, aggregation, corrections, kl, losses, rewards   # noqa: E402
+from course_lib import frameworks as fw                                           # noqa: E402
 
 RESULTS: dict[str, dict] = {}
 P, G, T = 3, 4, 9
@@ -42,10 +44,10 @@ def record(name: str, ours: torch.Tensor, theirs: torch.Tensor, ours_grad=None, 
 @pytest.fixture(scope="module", autouse=True)
 def write_results():
     yield
-    path = os.environ.get("PEERS_RECORD")
+    path = os.environ.get("PEERS_RECORD_DIR")
     if path:
         import verl
-        with open(path, "w") as f:
+        with open(os.path.join(path, "verl_agreement.json"), "w") as f:
             json.dump({"verl": verl.__version__, "torch": torch.__version__, "checks": RESULTS}, f, indent=1)
 
 
@@ -188,16 +190,26 @@ def test_ppo_family_matches_verls_vanilla_loss_with_dual_clip(agg, eps_low, eps_
     record(f"loss: PPO eps=({eps_low}, {eps_high}), dual clip 3, {agg}, IS weight", o, t, go, gt)
 
 
-def _gspo(weight_level):
+def _gspo(weight_level, agg="seq-mean-token-mean"):
     cfg = config(clip_ratio_low=3e-4, clip_ratio_high=4e-4)
     verl_fn = lambda lp, old, adv, m, w: ca.compute_policy_loss_gspo(           # noqa: E731
-        old, lp, adv, m, loss_agg_mode="seq-mean-token-mean", config=cfg, rollout_is_weights=w)
-    return _both(losses.gspo_loss, verl_fn, weight_level, eps_low=3e-4, eps_high=4e-4)
+        old, lp, adv, m, loss_agg_mode=agg, config=cfg, rollout_is_weights=w)
+    return _both(losses.gspo_loss, verl_fn, weight_level, eps_low=3e-4, eps_high=4e-4, agg=agg)
 
 
-def test_gspo_matches_verl_with_one_is_weight_per_response():
-    o, t, go, gt = _gspo("sequence")
-    record("loss: GSPO, sequence-level IS weight (log ratios below verl's cap of 10)", o, t, go, gt)
+@pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean"])
+def test_gspo_matches_verl_with_one_is_weight_per_response(agg):
+    # verl 0.9.1's GSPO aggregates with loss_agg_mode like every other loss (SAPO excepted): the two
+    # modes give different losses, and each matches course_lib's GSPO under the same mode
+    o, t, go, gt = _gspo("sequence", agg)
+    name = "loss: GSPO, sequence-level IS weight (log ratios below verl's cap of 10)"
+    record(name if agg == "seq-mean-token-mean" else f"loss: GSPO, {agg} (verl follows loss_agg_mode)",
+           o, t, go, gt)
+
+
+def test_verls_gspo_loss_depends_on_loss_agg_mode():
+    (a, *_), (b, *_) = _gspo("sequence", "seq-mean-token-mean"), _gspo("sequence", "token-mean")
+    assert abs(float(a - b)) > 1e-3
 
 
 def test_gspo_gradient_differs_from_verls_token_form_when_the_is_weight_varies_inside_a_response():
@@ -234,9 +246,9 @@ def test_sapo_matches_verl_at_its_fixed_sequence_mean():
 def test_correction_weights_match_verls_rollout_correction(kind, level):
     mask, old, logp, *_ = batch(spread=0.5)
     rollout = logp                                                # any other log-probs will do
-    # verl's masking (IcePop) takes "lower_upper" with a positive lower bound; one far below any
-    # reachable ratio (exp(-20) after the clamp) is course_lib's upper-only MIS
-    threshold = 2.0 if kind == "tis" else "1e-30_2.0"
+    # the threshold to_verl writes: a cap for TIS, IcePop's "lower_upper" for MIS with a lower bound
+    # below any reachable weight (e^-20 after the clamp), which is course_lib's upper-only MIS
+    threshold = 2.0 if kind == "tis" else f"{fw.MIS_LOWER:g}_2"
     theirs, _ = rc.compute_rollout_correction_weights(old - rollout, mask.double(), level, threshold)
     ours = corrections.correction_weights(kind, old, rollout, mask, 2.0, level)
     record(f"{kind.upper()} weights, {level} level", ours, theirs * mask)
