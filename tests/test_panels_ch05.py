@@ -91,11 +91,32 @@ def test_coefficient_panel_defaults_show_the_fact_sheets_values():
     assert all(v != 0 for row in rows.values() for k, v in row.items() if k[0] in ("CISPO", "SAPO"))
 
 
+# Every slider value chapter 05's prose names (the panel's "things to try", section 6's floors, CISPO
+# with TRL's absolute cap 5 = eps_high 4, SAPO's tau_pos that matches a 0.2 clip).
+PROSE_CASES = {"eps_low": [0.2, 0.28, 0.5, 0.9], "eps_high": [0.2, 0.28, 4.0], "dual_clip": [1.5, 3.0],
+               "tau_pos": [1.0, 8.8], "tau_neg": [1.05]}
+
+
+def positions(control, name, n=12):
+    """Both ends, every case the prose names, and about n positions in between."""
+    vals = control.values()
+    picked = set(vals[::max(1, len(vals) // n)]) | {vals[0], vals[-1]}
+    return sorted(picked | {v for v in vals if v in PROSE_CASES.get(name, [])})
+
+
+@pytest.mark.parametrize("panel_fn", [grad_coefficient_panel, sapo_gate_panel])
+def test_every_case_the_prose_names_is_a_slider_position(panel_fn):
+    p = panel_fn()
+    for name, control in p.controls.items():
+        missing = [v for v in PROSE_CASES[name] if v not in control.values()]
+        assert not missing, f"{panel_fn.__name__}: {name} cannot reach {missing} (range {control.lo}..{control.hi})"
+
+
 def test_coefficient_panel_every_slider_moves_end_to_end_and_matches_the_formulas():
     p = grad_coefficient_panel()
     assert set(p.controls) == {"eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg"}
     for name, control in p.controls.items():
-        for value in control.values():
+        for value in positions(control, name):
             check_coefficient_view(p.values, p.update(**{name: value}))
         p.update(**{name: control.default})
 
@@ -130,12 +151,12 @@ def test_sapo_panel_every_slider_moves_end_to_end_and_matches_the_formula():
     p = sapo_gate_panel()
     assert set(p.controls) == {"tau_pos", "tau_neg"}
     for name, control in p.controls.items():
-        for value in control.values():
+        for value in positions(control, name):
             check_sapo_view(p.values, p.update(**{name: value}))
 
 
 @pytest.mark.parametrize("panel_fn, changes, word", [
-    (grad_coefficient_panel, {"eps_low": 0.6}, "eps_low"),
+    (grad_coefficient_panel, {"eps_low": 1.0}, "eps_low"),
     (grad_coefficient_panel, {"dual_clip": 1.0}, "dual_clip"),
     (sapo_gate_panel, {"tau_neg": 0.0}, "tau_neg"),
     (sapo_gate_panel, {"tau_pos": "x"}, "tau_pos")])

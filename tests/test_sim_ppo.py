@@ -218,3 +218,37 @@ def test_train_tabular_restores_the_thread_count_and_rejects_bad_updates():
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="updates_per_batch"):
         ppo.train_tabular(seed=0, n_batches=1, updates_per_batch=0)
+
+
+def ref_binding_share(log):
+    """Slow reference: count the binding and the out-of-range tokens update by update."""
+    binding = outside = 0
+    for i in range(len(log["n_tokens"])):
+        n = log["n_tokens"][i]
+        binding += int(log["binding_frac"][i] * n + 0.5)
+        outside += int(log["outside_frac"][i] * n + 0.5)
+    return binding / outside
+
+
+def test_binding_share_pools_tokens_not_fractions():
+    # update 1: 1 of 2 outside tokens binds (of 10); update 2: 30 of 40 (of 100). Pooled 31/42;
+    # the unweighted mean of the two shares (0.625) or of the fractions ((0.1+0.3)/(0.2+0.4)) is not it.
+    log = dict(binding_frac=[0.1, 0.3], outside_frac=[0.2, 0.4], n_tokens=[10, 100])
+    assert ppo.binding_share(log) == ref_binding_share(log) == 31 / 42
+    assert abs(31 / 42 - 0.625) > 0.1 and abs(31 / 42 - 0.4 / 0.6) > 0.05
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_binding_share_of_a_real_run_matches_the_token_count(seed):
+    log = ppo.train_tabular(seed=seed, n_batches=3, updates_per_batch=5)
+    for b, o, n in zip(log["binding_frac"], log["outside_frac"], log["n_tokens"]):
+        assert abs(b * n - round(b * n)) < 1e-3 and abs(o * n - round(o * n)) < 1e-3 and b <= o   # float32 fractions
+    assert ppo.binding_share(log) == ref_binding_share(log)
+    assert 0.5 < ppo.binding_share(log) <= 1.0          # the updates move ratios the way A pushes them
+
+
+def test_binding_share_rejects_a_log_without_out_of_range_tokens():
+    with pytest.raises(ValueError, match="no out-of-range token"):
+        ppo.binding_share(ppo.train_tabular(seed=0, n_batches=2, updates_per_batch=1))
+    with pytest.raises(ValueError, match="n_tokens"):
+        ppo.binding_share(dict(binding_frac=[0.1], outside_frac=[0.2]))

@@ -131,7 +131,8 @@ def train_tabular(*, seed: int, n_batches: int, updates_per_batch: int, loss: st
     ``updates_per_batch`` plain gradient steps are taken on it. Returns per-update lists (statistics measured
     *before* that update's step, so update 0 of every batch sees ratio 1) and the final logits:
     ``batch``, ``update``, ``pg_loss``, ``kl``, ``loss``, ``binding_frac`` (clip/low + clip/high),
-    ``outside_frac``, ``ratio_max``, ``grad_norm``, ``reward`` (the batch's mean reward), ``logits``.
+    ``outside_frac``, ``ratio_max``, ``grad_norm``, ``reward`` (the batch's mean reward), ``n_tokens``
+    (the batch's valid tokens, the denominator of both fractions), ``logits``.
     """
     if not (isinstance(updates_per_batch, int) and updates_per_batch >= 1):
         raise ValueError(f"updates_per_batch must be an int >= 1, got {updates_per_batch!r}")
@@ -151,7 +152,7 @@ def _train(fn, seed, n_batches, updates_per_batch, eps_low, eps_high, beta, lr, 
     theta = init_logits(seed, T, V).requires_grad_(True)
     ref_logits = theta.detach().clone()
     keys = ("batch", "update", "pg_loss", "kl", "loss", "binding_frac", "outside_frac", "ratio_max",
-            "grad_norm", "reward")
+            "grad_norm", "reward", "n_tokens")
     log = {k: [] for k in keys}
     for b in range(n_batches):
         tokens, mask, rewards = sample_batch(theta.detach(), n_prompts, group_size, gen)
@@ -167,13 +168,32 @@ def _train(fn, seed, n_batches, updates_per_batch, eps_low, eps_high, beta, lr, 
             row = dict(batch=b, update=k, pg_loss=pg_loss.item(), kl=kl.item(), loss=total.item(),
                        binding_frac=stats["clip/low_frac"] + stats["clip/high_frac"],
                        outside_frac=stats["ratio/outside_frac"], ratio_max=stats["ratio/max"],
-                       grad_norm=grad.norm().item(), reward=float(rewards.mean()))
+                       grad_norm=grad.norm().item(), reward=float(rewards.mean()),
+                       n_tokens=int(mask.sum()))
             for key in keys:
                 log[key].append(row[key])
             with torch.no_grad():
                 theta -= lr * grad          # plain SGD: torch.optim's first step costs seconds of imports
     log["logits"] = theta.detach().clone()
     return log
+
+
+def binding_share(log: dict) -> float:
+    """Of all out-of-range tokens in a ``train_tabular`` log, the share whose clip binds (no gradient).
+
+    Pooled over every update: binding tokens / out-of-range tokens, each count read back as
+    fraction * ``n_tokens`` (an integer; the fractions are float32). About 1/2 when the ratio's drift is
+    independent of the sign of A and symmetric about the range; above 1/2 once updates move each ratio
+    the way its advantage pushes it.
+    """
+    for key in ("binding_frac", "outside_frac", "n_tokens"):
+        if key not in log:
+            raise ValueError(f"log must be a train_tabular log with a {key!r} list, got keys {sorted(log)}")
+    binding = sum(round(f * n) for f, n in zip(log["binding_frac"], log["n_tokens"]))
+    outside = sum(round(f * n) for f, n in zip(log["outside_frac"], log["n_tokens"]))
+    if outside == 0:
+        raise ValueError("log has no out-of-range token (outside_frac is 0 at every update): no share to take")
+    return binding / outside
 
 
 # ---- the chapter's GAE example -----------------------------------------------------------------
