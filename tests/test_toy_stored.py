@@ -24,7 +24,7 @@ import torch
 
 from course_lib import losses
 from course_lib.toy import fingerprint as fp
-from course_lib.toy.config import ToyConfig
+from course_lib.toy.config import ToyConfig, make_config
 from course_lib.toy.history import environment, load_results
 from course_lib.toy.trainer import train
 
@@ -102,7 +102,7 @@ def test_every_comparison_has_a_stored_file():
 
 
 # ---- the fingerprint is portable, and it sees a change of algorithm -----------------------------
-BASE = replace(ToyConfig(), steps=200, prompts_per_step=64, group_size=8, eval_every=25)
+BASE = make_config("smoke", steps=200)
 
 
 def test_fingerprint_is_the_same_run_twice_and_covers_every_step():

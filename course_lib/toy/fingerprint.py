@@ -43,8 +43,7 @@ def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
     torch.set_num_threads(1)
     try:
         short = replace(cfg, device="cpu", num_threads=None, warm_steps=min(cfg.warm_steps, WARM_STEPS))
-        rows = train(short, progress=False,
-                     stop_after=steps, dtype=torch.float64).rows
+        rows = train(short, progress=False, stop_after=steps, dtype=torch.float64).rows
     finally:
         torch.set_num_threads(before)
     return {f"{row['step']}/{key}": float(value) for row in rows for key, value in row.items()

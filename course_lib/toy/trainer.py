@@ -425,8 +425,9 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
     state stays in the stored output). ``stop_after``: run only the first that many steps of the
     config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
-    parameters and every float the update computes; float64 makes the first steps the same on
-    every CPU to about 1e-12 (``toy.fingerprint``), float32 is what the chapters run.
+    parameters and every float the update computes; float32 is what the chapters run. float64 with
+    a short warm start makes the first steps agree across CPUs to about 1e-11 (``toy.fingerprint``);
+    a full warm start amplifies even float64 rounding until runs part.
     """
     device = cfg.resolved_device()
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
