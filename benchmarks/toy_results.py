@@ -32,7 +32,8 @@ KEYS = ["acc/heldout", "acc/sampled", "reward/mean", "entropy/mean", "len/all", 
         "len/wrong", "kl/ref", "clip/low_frac", "clip/high_frac", "clip_seq/low_frac",
         "clip_seq/high_frac", "ratio/mean", "ratio/max", "groups/zero_signal_frac",
         "adv/pos_token_frac", "samples/drawn", "mismatch/abs_logratio_p99", "is/weight_mean",
-        "is/zero_frac", "time/elapsed_s", "len/all", "kl/penalty", "grad/norm"]
+        "is/zero_frac", "time/elapsed_s", "kl/penalty", "grad/norm", "entropy/t1",
+        "len/truncated_frac", "reward/group_std"]
 
 
 def run_sets() -> dict:

@@ -13,6 +13,8 @@ METRICS: dict[str, str] = {
     "acc/heldout": "Greedy-decoding accuracy on the fixed held-out prompts (logged every eval_every steps, NaN otherwise).",
     # policy shape
     "entropy/mean": "Mean per-token entropy (nats) of the policy at the sampling temperature over the valid tokens of the batch, before the update.",
+    "entropy/t1": "Mean per-token entropy (nats) of the same policy at temperature 1 over the valid tokens of the batch, before the update: equal to entropy/mean when the sampler runs at T = 1; apart from it, it tells a colder sampler from a policy that lost its own entropy.",
+    "len/truncated_frac": "Share of the responses drawn this step that reached the length budget without an end-of-answer token (truncated).",
     "len/all": "Mean response length in tokens, EOS included, over the responses drawn this step.",
     "len/correct": "Mean response length of the correct responses drawn this step (NaN if none).",
     "len/wrong": "Mean response length of the wrong responses drawn this step (NaN if none).",
@@ -28,6 +30,7 @@ METRICS: dict[str, str] = {
     "ratio/max": "Largest policy ratio over valid tokens (sequence ratios for GSPO) in any of the step's optimiser steps.",
     # signal
     "groups/zero_signal_frac": "Share of the groups drawn this step whose G rewards are all equal, so every advantage in them is 0.",
+    "reward/group_std": "Mean over the groups drawn this step of the standard deviation of their G rewards (unbiased, divisor G - 1): 0 in a group without signal.",
     "adv/pos_token_frac": "Share of the valid tokens used for the update whose advantage is > 0.",
     "samples/step": "Responses sampled this step, including groups that dynamic sampling discarded.",
     "samples/drawn": "Responses sampled since the start of RL (cumulative samples/step).",

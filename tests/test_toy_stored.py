@@ -115,8 +115,8 @@ def test_fingerprint_is_the_same_run_twice_and_covers_every_step():
 def test_differences_reports_moved_missing_and_new_values():
     stored = {"1/a": 1.0, "1/b": 2.0, "1/c": float("nan")}
     assert fp.differences(stored, {"1/a": 1.0 + 1e-9, "1/b": 2.0, "1/c": float("nan")}) == []
-    moved = fp.differences(stored, {"1/a": 1.001, "1/c": 0.0, "1/d": 3.0})
-    assert [m.split(":")[0] for m in moved] == ["1/a", "1/b", "1/c", "1/d"]
+    moved = fp.differences(stored, {"1/a": 1.001, "1/c": 0.0, "2/c": 3.0, "1/new": 4.0})
+    assert [m.split(":")[0] for m in moved] == ["1/a", "1/b", "1/c", "2/c"]   # a metric added later: not reported
 
 
 def _flipped_grpo(logp, old_logp, adv, mask, **kw):

@@ -1,5 +1,6 @@
 """The toy trainer: every loss variant trains, and the trainer calls course_lib's functions."""
 import math
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -111,7 +112,8 @@ def test_learner_logp_at_temperature_equals_the_samplers():
 def _collected(rewards, G):
     r = torch.tensor(rewards)
     return trainer.Collected(batch=None, rewards=r, correct=(r > 0).float(),
-                             lengths=torch.full((len(r),), 3), seconds=1.0, tokens=1, flops=0.0)
+                             lengths=torch.full((len(r),), 3), truncated=torch.arange(len(r)) % 4 == 0,
+                             seconds=1.0, tokens=1, flops=0.0)
 
 
 def test_zero_signal_fraction_on_known_groups():
@@ -120,6 +122,30 @@ def test_zero_signal_fraction_on_known_groups():
     m = trainer.sampling_metrics(_collected([float(x) for x in rewards], 4), 4)
     assert m["groups/zero_signal_frac"] == pytest.approx(2 / 5)
     assert m["samples/step"] == 20
+    stds = [statistics.stdev(rewards[i:i + 4]) for i in range(0, 20, 4)]          # divisor G - 1
+    assert m["reward/group_std"] == pytest.approx(sum(stds) / 5)
+    assert m["len/truncated_frac"] == pytest.approx(5 / 20)
+
+
+def test_entropy_at_temperature_one_is_the_policys_own_whatever_the_sampling_temperature():
+    torch.manual_seed(0)
+    model = trainer.build_model(TINY)
+    with torch.no_grad():                       # spread the logits: an untrained policy is near uniform
+        model.head.weight.mul_(20.0)
+    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:16].repeat_interleave(4, dim=0)
+    roll = sample(model, prompts, TINY.max_new_tokens, generator=torch.Generator().manual_seed(1))
+    batch = trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64))
+    got = {}
+    for temp in (1.0, 0.4):
+        cfg = replace(TINY, prompts_per_step=16, temperature=temp)
+        _, got[temp] = trainer.targets(cfg, trainer.loss_setup(cfg), model, model, batch)
+    with torch.no_grad():                                   # by hand: softmax of the raw logits
+        logits = trainer.response_logits(model, prompts, roll.responses)
+        logp = torch.log_softmax(logits.double(), -1)
+        h = -(logp.exp() * logp).sum(-1)[roll.mask].mean()
+    assert got[1.0]["entropy/t1"] == got[1.0]["entropy/mean"] == pytest.approx(float(h), rel=1e-5)
+    assert got[0.4]["entropy/t1"] == pytest.approx(float(h), rel=1e-5)
+    assert got[0.4]["entropy/mean"] < 0.8 * got[0.4]["entropy/t1"]
 
 
 def test_dynamic_sampling_filter_keeps_the_first_groups_with_signal():

@@ -87,8 +87,23 @@ class ToyConfig:
     correction: str = "none"           # "tis" / "mis": corrections.correction_weights as is_weight
     correction_level: str = "token"
     correction_cap: float = 2.0
+    # --- changes during the run (chapter 08: failures that begin mid-run) ---------------------
+    changes: tuple = ()                # {step: {knob: value}}: from RL step `step` on, the knobs take
+                                       # these values (a schedule step, a verifier swap, a sampler that
+                                       # falls behind); stored as ((step, ((knob, value), ...)), ...)
 
     def __post_init__(self):
+        object.__setattr__(self, "changes", _normalise_changes(self.changes, self.steps))
+        if self.changes:
+            for step, _ in self.changes:       # every phase must be a valid config on its own
+                try:
+                    phase = self.at(step)
+                except ValueError as e:
+                    raise ValueError(f"changes at step {step}: {e}") from None
+                if phase.max_new_tokens > self.max_new_tokens:
+                    raise ValueError(f"changes at step {step}: max_new_tokens may only shrink "
+                                     f"(the policy's context is sized for {self.max_new_tokens}), got "
+                                     f"{phase.max_new_tokens}")
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -105,10 +120,33 @@ class ToyConfig:
         if not (isinstance(self.length_bonus, (int, float)) and not isinstance(self.length_bonus, bool)
                 and self.length_bonus >= 0):
             raise ValueError(f"length_bonus must be a number >= 0, got {self.length_bonus!r}")
+        if self.overlong_penalty and not 0 <= self.overlong_cache <= self.max_new_tokens:
+            raise ValueError(f"overlong_cache must be in 0..max_new_tokens ({self.max_new_tokens}), "
+                             f"got {self.overlong_cache!r}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', got {self.device!r}")
+
+    def at(self, step: int) -> "ToyConfig":
+        """The config in force at RL step ``step`` (1-based): every change with onset <= step applied in
+        order, without the schedule itself. A run without changes returns itself."""
+        if not self.changes or step < self.changes[0][0]:
+            return self
+        merged = {}
+        for onset, items in self.changes:
+            if onset <= step:
+                merged.update(dict(items))
+        return replace(self, changes=(), **merged)
+
+    def phases(self) -> list["ToyConfig"]:
+        """Every config the run uses: the base and the one in force from each change on."""
+        return [self] + [self.at(step) for step, _ in self.changes]
+
+    @property
+    def onset(self) -> int | None:
+        """The first RL step at which a change takes effect, or None."""
+        return self.changes[0][0] if self.changes else None
 
     @property
     def batch_size(self) -> int:
@@ -127,6 +165,36 @@ class ToyConfig:
         """Fields whose values differ: {name: (self's, other's)}."""
         return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
                 if getattr(self, f.name) != getattr(other, f.name)}
+
+
+# knobs a run may change mid-run; the others fix the model, the batch layout or the schedule's length
+CHANGEABLE = ("temperature", "lr", "lr_min", "grad_clip", "loss", "agg", "eps_low", "eps_high", "dual_clip",
+              "tau_pos", "tau_neg", "std_scaling", "kl_coef", "kl_estimator", "dynamic_sampling",
+              "overlong_penalty", "overlong_cache", "verifier", "length_bonus", "mismatch", "logits_noise",
+              "stale_steps", "old_logp_source", "correction", "correction_level", "correction_cap",
+              "max_new_tokens")
+
+
+def _normalise_changes(changes, steps: int) -> tuple:
+    """{step: {knob: value}} or pairs -> ((step, ((knob, value), ...)), ...) sorted by step, checked."""
+    items = changes.items() if isinstance(changes, dict) else changes
+    out = []
+    for entry in items:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError(f"changes must map steps to {{knob: value}} dicts, got entry {entry!r}")
+        step, knobs = entry
+        knobs = dict(knobs)
+        if not isinstance(step, int) or isinstance(step, bool) or not 1 <= step <= steps:
+            raise ValueError(f"changes: a step must be an int in 1..steps ({steps}), got {step!r}")
+        bad = sorted(set(knobs) - set(CHANGEABLE))
+        if bad or not knobs:
+            raise ValueError(f"changes at step {step}: {bad or 'no knob'} cannot change mid-run; "
+                             f"changeable: {', '.join(CHANGEABLE)}")
+        out.append((step, tuple(sorted(knobs.items()))))
+    out.sort(key=lambda e: e[0])
+    if len({s for s, _ in out}) != len(out):
+        raise ValueError(f"changes: each step at most once, got steps {[s for s, _ in out]}")
+    return tuple(out)
 
 
 # Sizes the notebook's SIZE switch and the benchmark select. "smoke" is what CI executes.

@@ -61,6 +61,7 @@ def config_record(cfg) -> dict:
     d = asdict(cfg)
     if callable(d["loss"]):
         d["loss"] = getattr(d["loss"], "__name__", repr(d["loss"]))
+    d["changes"] = [[step, [list(kv) for kv in knobs]] for step, knobs in d.get("changes", ())]  # JSON's form
     return d
 
 

@@ -34,7 +34,7 @@ from ..metrics import check_keys
 from .config import ToyConfig
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .policy import TinyGPT, response_logits, sample, token_logp
-from .task import PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answers
+from .task import EOS, PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answers
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
 
@@ -198,6 +198,7 @@ class Collected:
     rewards: Tensor         # [N] shaped rewards of every response drawn (N = rounds * P * G)
     correct: Tensor         # [N] 0/1 correctness
     lengths: Tensor         # [N] response lengths (tokens, EOS included)
+    truncated: Tensor       # [N] bool: the response reached the budget without an EOS
     seconds: float          # wall time inside the sampler
     tokens: int             # sampled token slots
     flops: float            # model FLOPs of sampling
@@ -236,7 +237,7 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
     P, G, T_max = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
     noise = cfg.logits_noise if cfg.mismatch == "noise" else 0.0
     device = train_prompts.device
-    rolls, shaped, correct, lengths = [], [], [], []
+    rolls, shaped, correct, lengths, truncated = [], [], [], [], []
     seconds, tokens, flops = 0.0, 0, 0.0
     for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
         idx = torch.randint(len(train_prompts), (P,), generator=cpu_gen).to(device)
@@ -251,6 +252,7 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
         passed = ok if cfg.verifier == "exact" else VERIFIERS[cfg.verifier](prompts, roll.responses)
         n_tok = roll.mask.sum(dim=1)                                          # [B]
         rolls.append(roll); correct.append(ok); lengths.append(n_tok)
+        truncated.append(~(roll.responses == EOS).any(dim=1))
         shaped.append(shaped_rewards(cfg, passed, n_tok))
         if not cfg.dynamic_sampling:
             break
@@ -258,7 +260,7 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
             break
     batch = select_groups(rolls, shaped, P, G, filter_signal=cfg.dynamic_sampling)
     return Collected(batch, torch.cat(shaped), torch.cat(correct), torch.cat(lengths),
-                     seconds, tokens, flops)
+                     torch.cat(truncated), seconds, tokens, flops)
 
 
 def sampling_metrics(c: Collected, G: int) -> dict:
@@ -270,6 +272,8 @@ def sampling_metrics(c: Collected, G: int) -> dict:
             "len/correct": float(lens[cor > 0].mean()) if (cor > 0).any() else float("nan"),
             "len/wrong": float(lens[cor == 0].mean()) if (cor == 0).any() else float("nan"),
             "groups/zero_signal_frac": 1.0 - float(advantages.signal_groups(rew, G).float().sum()) / n_groups,
+            "reward/group_std": float(rew.view(-1, G).std(dim=1).mean()),
+            "len/truncated_frac": float(c.truncated.float().mean()),
             "samples/step": len(rew), "time/sample_s": c.seconds,
             "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops}
 
@@ -345,9 +349,15 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
                                                cfg.correction_cap, cfg.correction_level)
     entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [B, T]
+    if cfg.temperature == 1.0:
+        entropy_t1 = entropy
+    else:                                   # logp_all * T = logits - const: the policy at T = 1
+        logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
+        entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
     gap = (recomputed - batch.rollout_logp).abs()[mask]
     metrics = {
         "entropy/mean": float(masked_mean(entropy, mask)),
+        "entropy/t1": float(masked_mean(entropy_t1, mask)),
         "kl/ref": float(masked_mean(kl.categorical_kl(logp_all, ref_all), mask)),
         "mismatch/abs_logratio_p99": float(torch.quantile(gap.float(), 0.99)) if gap.numel() else 0.0,
         "mismatch/abs_logratio_max": float(gap.max()) if gap.numel() else 0.0,
@@ -441,18 +451,26 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     model = build_model(cfg, dtype).to(device)
     model.load_state_dict(state)
     ref_model = copy.deepcopy(model).requires_grad_(False)
-    sampler = model
-    if cfg.mismatch in ("bf16", "stale"):
-        sampler = copy.deepcopy(model).requires_grad_(False)
-        if cfg.mismatch == "bf16":
-            sampler = sampler.to(torch.bfloat16)
-    snapshots = collections.deque([copy.deepcopy(state)], maxlen=cfg.stale_steps + 1)
+    phases = cfg.phases()                   # the config, and the one in force from each change on
+    uses = {c.mismatch for c in phases}
+    # a separate sampler for each mismatch the run uses (a stale one needs the learner's past weights,
+    # kept from the first step on, so that a sampler falling behind mid-run is behind at once)
+    samplers = {m: copy.deepcopy(model).requires_grad_(False) for m in ("bf16", "stale") if m in uses}
+    if "bf16" in samplers:
+        samplers["bf16"] = samplers["bf16"].to(torch.bfloat16)
+    max_stale = max(c.stale_steps for c in phases if c.mismatch == "stale") if "stale" in uses else 0
+    snapshots = collections.deque([copy.deepcopy(state)], maxlen=max_stale + 1)
 
     def after_opt_step():                   # a stale sampler reads weights stale_steps steps old
-        if cfg.mismatch == "stale":
+        if "stale" in uses:
             snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
 
-    setup = loss_setup(cfg)
+    setups = {}                             # the loss of each phase, built once
+
+    def setup_for(c: ToyConfig) -> LossSetup:
+        if c not in setups:
+            setups[c] = loss_setup(c)
+        return setups[c]
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
     total_opt_steps = cfg.steps * cfg.epochs * cfg.minibatches
     opt_steps = 0
@@ -460,7 +478,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     def next_lr() -> float:
         nonlocal opt_steps
         opt_steps += 1
-        return lr_at(cfg, opt_steps - 1, total_opt_steps)
+        return lr_at(now_cfg, opt_steps - 1, total_opt_steps)
 
     torch.manual_seed(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)       # sampling noise
@@ -473,22 +491,26 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
     n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
     bar = progress_bar(n_steps, desc or str(cfg.loss), progress)
+    now_cfg = cfg
     for step in range(1, n_steps + 1):
         t_step = time.perf_counter()
+        now_cfg = cfg.at(step)                                        # the knobs in force this step
         # ---- 1. sample (plumbing: which weights the sampler has) ----------------------------
-        if cfg.mismatch == "stale":
-            sampler.load_state_dict(snapshots[0])
-        elif cfg.mismatch == "bf16":
+        sampler = samplers.get(now_cfg.mismatch, model)
+        if now_cfg.mismatch == "stale":                               # stale_steps optimiser steps old
+            sampler.load_state_dict(snapshots[max(len(snapshots) - 1 - now_cfg.stale_steps, 0)])
+        elif now_cfg.mismatch == "bf16":
             sampler.load_state_dict(model.state_dict())               # cast to bfloat16 on copy
-        got = collect(cfg, sampler, train_prompts, gen, cpu_gen, flops_per_token)
+        got = collect(now_cfg, sampler, train_prompts, gen, cpu_gen, flops_per_token)
         drawn += len(got.rewards)
         row = {"step": step, **sampling_metrics(got, cfg.group_size), "samples/drawn": drawn}
 
         # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
         if got.batch is not None:                                     # else nothing to learn from
-            tg, target_metrics = targets(cfg, setup, model, ref_model, got.batch)
+            setup = setup_for(now_cfg)
+            tg, target_metrics = targets(now_cfg, setup, model, ref_model, got.batch)
             _sync(device); t0 = time.perf_counter()
-            learned = update(cfg, setup, model, opt, got.batch, tg, cpu_gen, next_lr, after_opt_step)
+            learned = update(now_cfg, setup, model, opt, got.batch, tg, cpu_gen, next_lr, after_opt_step)
             _sync(device); t_learn = time.perf_counter() - t0
             tokens = learned.pop("learn_tokens")
             row.update({**target_metrics, **learned, "time/learn_s": t_learn,
@@ -496,7 +518,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
 
         # ---- 3. evaluate and record -------------------------------------------------------
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            row["acc/heldout"] = heldout_accuracy(model, held_prompts, cfg.max_new_tokens)
+            row["acc/heldout"] = heldout_accuracy(model, held_prompts, now_cfg.max_new_tokens)
             bar.set_postfix_str(f"held-out acc {row['acc/heldout']:.3f}", refresh=False)
         now = time.perf_counter()
         row.update({"time/step_s": now - t_step, "time/elapsed_s": now - t_start,
