@@ -202,38 +202,61 @@ VERSIONS = {"verl": "0.9.1", "TRL": "1.16.0", "OpenRLHF": "0.11.2"}   # what KNO
 
 @dataclass(frozen=True)
 class Monitor:
-    """A training-curve monitor of the course and the name each framework logs it under."""
+    """A training-curve monitor of the course, the toy's metric keys for it, and the name each
+    framework logs it under."""
     concept: str
     chapter: str
     verl: tuple[str, ...] = ()
     trl: tuple[str, ...] = ()
     openrlhf: tuple[str, ...] = ()
     note: str = ""
+    course: tuple[str, ...] = ()          # the toy's keys (metrics.METRICS) that measure the same thing
 
     def settings(self) -> dict[str, tuple[str, ...]]:
         return {"verl": self.verl, "TRL": self.trl, "OpenRLHF": self.openrlhf}
 
 
 METRICS: tuple[Monitor, ...] = (
+    Monitor("Reward", "08_reading_training_curves",
+            verl=("critic/score/mean", "critic/rewards/mean"), trl=("reward",),
+            note="verl's `critic/rewards` is the score after a KL penalty in the reward, `critic/score` "
+                 "before it.", course=("reward/mean",)),
     Monitor("Clip fraction", "05_ratios_and_clipping",
             verl=("actor/pg_clipfrac", "actor/pg_clipfrac_lower"),
             trl=("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean"),
             note="both count only the tokens whose clip binds (the advantage's sign decides which "
-                 "side), not every token outside [1 - eps, 1 + eps]; verl's `_lower` is the dual clip."),
+                 "side), not every token outside [1 - eps, 1 + eps]; verl's `_lower` is the dual clip.",
+            course=("clip/low_frac", "clip/high_frac")),
     Monitor("KL to the reference", "04_kl_estimators",
-            verl=("actor/kl_loss", "actor/reward_kl_penalty"), trl=("kl",), openrlhf=("kl",)),
-    Monitor("Entropy", "08_reading_training_curves", verl=("actor/entropy",), trl=("entropy",)),
+            verl=("actor/kl_loss", "actor/reward_kl_penalty"), trl=("kl",), openrlhf=("kl",),
+            course=("kl/ref",)),
+    Monitor("Entropy", "08_reading_training_curves", verl=("actor/entropy",), trl=("entropy",),
+            note="both at the sampling temperature (the logits are divided by it before the "
+                 "entropy), like the course's `entropy/mean`.", course=("entropy/mean",)),
     Monitor("Response length", "03_loss_aggregation",
-            verl=("response_length/mean", "response_length/clip_ratio"),
-            trl=("completions/mean_length", "completions/clipped_ratio"),
-            openrlhf=("rollout/response_length_mean",)),
-    Monitor("Groups without signal", "02_group_advantages", trl=("frac_reward_zero_std", "reward_std")),
+            verl=("response_length/mean",), trl=("completions/mean_length",),
+            openrlhf=("rollout/response_length_mean",), course=("len/all",)),
+    Monitor("Truncated responses", "08_reading_training_curves",
+            verl=("response_length/clip_ratio",), trl=("completions/clipped_ratio",),
+            note="verl counts responses whose length equals the budget, TRL those whose last token is "
+                 "not an end-of-sequence token, the course those without an end-of-answer token.",
+            course=("len/truncated_frac",)),
+    Monitor("Groups without signal", "02_group_advantages", trl=("frac_reward_zero_std",),
+            note="TRL's `reward_std` is the standard deviation over the whole batch, not within "
+                 "groups; the course's `reward/group_std` is the mean within-group one, which neither "
+                 "framework logs.", course=("groups/zero_signal_frac",)),
     Monitor("Gradient norm", "08_reading_training_curves",
-            verl=("actor/grad_norm",), trl=("grad_norm",), openrlhf=("grad_norm",)),
+            verl=("actor/grad_norm",), trl=("grad_norm",), openrlhf=("grad_norm",), course=("grad/norm",)),
     Monitor("Sampler/learner ratio", "06_train_inference_mismatch",
             verl=("rollout_corr/rollout_is_mean", "rollout_corr/rollout_rs_masked_fraction"),
-            trl=("sampling/importance_sampling_ratio/mean", "sampling/sampling_logp_difference/max")),
+            trl=("sampling/importance_sampling_ratio/mean", "sampling/sampling_logp_difference/max"),
+            course=("mismatch/abs_logratio_p99",)),
 )
+
+
+def monitor_of(key: str) -> Monitor | None:
+    """The framework monitor that measures the toy's metric ``key``, or None."""
+    return next((m for m in METRICS if key in m.course), None)
 
 
 def verl_key(name: str) -> str:

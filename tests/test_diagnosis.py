@@ -1,5 +1,6 @@
 """Chapter 08's run sets and curve readers, and exercise 13's held-out runs."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from course_lib.metrics import check_keys
 from course_lib.toy import diagnosis
 from course_lib.toy.config import make_config
-from course_lib.toy.history import History, load_results
+from course_lib.toy.history import History, config_record, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY_FILE = ROOT / "notebooks" / "data" / "toy_gallery.json"
@@ -45,14 +46,42 @@ def test_reward_gap_is_reward_minus_exact_accuracy_and_leaves_the_run_alone():
     assert diagnosis.REWARD_GAP not in h.rows[1]
 
 
+def test_departures_compare_each_seed_with_the_healthy_run_of_the_same_seed():
+    healthy = [_hist([1.0 + d] * 40) for d in (0.0, 0.01, -0.01)]          # spread 0.02 between seeds
+    twins = [_hist([1.0 + d] * 25 + [1.5 + d] * 15) for d in (0.0, 0.01, -0.01)]   # away from step 50
+    mixed = [twins[0], healthy[1], _hist([0.99] * 40)]                       # seed 2 off by 0.01 only
+    assert diagnosis.departures(twins, healthy, "x", window=1) == [50, 50, 50]
+    assert diagnosis.departures(mixed, healthy, "x", window=1) == [50, None, None]
+    with pytest.raises(ValueError, match="one healthy run per seed"):
+        diagnosis.departures(twins[:2], healthy, "x")
+
+
 def test_labels_failures_and_monitors_are_consistent():
     assert set(diagnosis.FAILURE) == set(diagnosis.LABELS) - {"healthy"}
     check_keys(k for k, _ in diagnosis.MONITORS)
     check_keys(f.curve for f in diagnosis.FAILURES if f.curve != diagnosis.REWARD_GAP)
-    for name in diagnosis.HELDOUT.variants:
-        assert diagnosis.true_label(name) in diagnosis.LABELS, name
-    held = {diagnosis.true_label(n) for n in diagnosis.HELDOUT.variants}
-    assert held == set(diagnosis.LABELS)
+    labels = diagnosis.heldout_labels()
+    assert set(labels) == set(diagnosis.HELDOUT.variants)
+    assert set(labels.values()) == set(diagnosis.LABELS)
+    assert all(sum(v == lab for v in labels.values()) >= 3 for lab in diagnosis.LABELS)
+
+
+def test_every_failure_begins_mid_run_on_a_healthy_run():
+    lo, hi = (round(f * diagnosis.STEPS) for f in diagnosis.ONSET_RANGE)
+    gallery = diagnosis.GALLERY.configs(make_config("smoke"), seed=0, steps=diagnosis.STEPS)
+    for f in diagnosis.FAILURES:
+        cfg = gallery[f.label]
+        assert lo <= cfg.onset <= hi and replace(cfg, changes=()) == gallery["healthy"], f.label
+        assert cfg.at(cfg.onset) == replace(gallery["healthy"], **f.change), f.label
+        for name, kw in (f.fixes or {}).items():                          # one knob from the failure
+            assert len(gallery[name].diff(cfg)) == 1 and len(kw) == 1, name
+    labels = diagnosis.heldout_labels()
+    held = diagnosis.HELDOUT.configs(make_config("smoke"), seed=3, steps=diagnosis.STEPS)
+    onsets = {c.onset for n, c in held.items() if labels[n] != "healthy"}
+    assert all(lo <= o <= hi for o in onsets) and len(onsets) >= 10        # onsets at many steps
+    assert sum(len(c.changes) == 2 for c in held.values()) >= 3            # two things go wrong
+    healthy = [c for n, c in held.items() if labels[n] == "healthy"]
+    assert len({json.dumps(config_record(c), sort_keys=True) for c in healthy}) == len(healthy) >= 6
 
 
 def _configs(path):
@@ -61,26 +90,34 @@ def _configs(path):
                          for name, hs in raw["runs"].items() for h in hs}
 
 
-def test_heldout_runs_are_other_runs_than_the_gallery_and_match_their_labels():
+def test_heldout_runs_are_other_runs_than_the_gallery_under_opaque_names():
     g_meta, gallery = _configs(GALLERY_FILE)
     h_meta, heldout = _configs(HELDOUT_FILE)
     assert not set(gallery) & set(heldout)                     # not one run in both files
     assert not set(g_meta["seeds"]) & set(h_meta["seeds"])     # other seeds
-    # other strengths: no held-out misconfiguration is the gallery's own
-    bad = {json.dumps(f.bad, sort_keys=True) for f in diagnosis.FAILURES}
-    for name, kw in diagnosis.HELDOUT.variants.items():
-        if diagnosis.true_label(name) != "healthy":
-            assert json.dumps(kw, sort_keys=True) not in bad, name
     _, runs = load_results(HELDOUT_FILE)
     assert list(runs) == list(diagnosis.HELDOUT.variants)
-    base = diagnosis.HELDOUT.configs(make_config("smoke"), seed=0, steps=150)
+    names = " ".join(runs)
+    assert not any(word in names for lab in diagnosis.LABELS for word in lab.split("_"))
+    base = diagnosis.HELDOUT.configs(make_config("smoke"), seed=0, steps=diagnosis.STEPS)
     for name, hists in runs.items():
-        want = {k: v for k, v in vars(base[name]).items() if k != "seed"}
+        want = {k: v for k, v in config_record(base[name]).items() if k != "seed"}
         for h in hists:
-            assert {k: h.config[k] for k in want if k != "loss"} == \
-                {k: v for k, v in want.items() if k != "loss"}, name
-            assert h.config["loss"] == want["loss"]
+            assert {k: h.config[k] for k in want} == want, name
     assert not (ROOT / "notebooks" / "data" / HELDOUT_FILE.name).exists()
+    assert json.dumps(diagnosis.heldout_labels()) not in HELDOUT_FILE.read_text()
+
+
+def test_diagnose_sees_the_monitors_and_nothing_that_names_the_knob():
+    _, runs = load_results(HELDOUT_FILE)
+    h = next(iter(runs.values()))[0]
+    c = diagnosis.Curves.of(h)
+    assert set(c.keys) == set(diagnosis.GRADED_KEYS)
+    assert not hasattr(c, "config") and not hasattr(c, "name")
+    assert "lr" not in c.keys and not any(k.startswith(("time/", "speed/")) for k in c.keys)
+    assert c.series("reward/mean") == h.series("reward/mean")
+    with pytest.raises(KeyError, match="no monitor 'lr'"):
+        c.series("lr")
 
 
 # A second rule set, built differently from the reference (medians of thirds, the reward gap per
@@ -118,17 +155,50 @@ def diagnose(history):
 '''
 
 
-def test_another_sensible_rule_set_passes_and_a_blind_one_fails(tmp_path):
+# What passed both graded sets when diagnose received the whole History: rules on the config alone.
+READS_THE_CONFIG = """
+def diagnose(curves):
+    cfg = dict(getattr(curves, "config", None) or {})
+    for _, knobs in cfg.get("changes", []):
+        cfg.update(dict(knobs))
+    if cfg.get("temperature", 1.0) < 0.6:
+        return "low_temperature"
+    if cfg.get("length_bonus"):
+        return "length_blowup"
+    if cfg.get("mismatch") == "stale":
+        return "stale_sampler"
+    if cfg.get("verifier") == "contains":
+        return "reward_hacking"
+    if cfg.get("max_new_tokens", 6) < 3:
+        return "no_signal"
+    if cfg.get("lr", 1e-3) > 2.5e-3:
+        return "kl_runaway"
+    return "healthy"
+"""
+# ... and a rule on the run's name, which named its label in the held-out file before
+READS_THE_NAME = """
+from course_lib.toy.diagnosis import LABELS
+
+
+def diagnose(curves):
+    text = " ".join(str(getattr(curves, a, "")) for a in ("name", "label", "run")) + repr(curves)
+    return next((lab for lab in LABELS if lab in text), "healthy")
+"""
+
+
+def test_another_sensible_rule_set_passes_and_blind_or_curve_blind_ones_fail(tmp_path):
     from course_lib.judge.registry import EXERCISES
     from course_lib.judge.runner import run_jobs
-    ok = tmp_path / "other_rules.py"
-    ok.write_text(OTHER_RULES)
-    blind = tmp_path / "always_healthy.py"
-    blind.write_text("def diagnose(history):\n    return 'healthy'\n")
-    jobs = [{"exercise": "ex13_diagnose_runs", "file": str(p), "time_limit": 60, "sample": False}
-            for p in (ok, blind)]
+    files = {"other_rules.py": OTHER_RULES, "always_healthy.py": "def diagnose(curves):\n    return 'healthy'\n",
+             "reads_the_config.py": READS_THE_CONFIG, "reads_the_name.py": READS_THE_NAME}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    jobs = [{"exercise": "ex13_diagnose_runs", "file": str(tmp_path / n), "time_limit": 60, "sample": False}
+            for n in files]
     res = {Path(r["file"]).name: r for r in run_jobs(jobs, EXERCISES)}
     assert res["other_rules.py"]["status"] == "passed", res["other_rules.py"]["cases"]
-    assert res["always_healthy.py"]["status"] == "failed"
+    for name in ("always_healthy.py", "reads_the_config.py", "reads_the_name.py"):
+        assert res[name]["status"] == "failed", name
+        assert all(c["status"] != "passed" for c in res[name]["cases"]), name       # neither set passes
     text = res["always_healthy.py"]["cases"][1]["message"]
     assert "true \\ given" in text and "no_signal" in text           # the confusion table is shown

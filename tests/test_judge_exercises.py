@@ -27,7 +27,7 @@ SIGNATURES = {   # parameter names and defaults are part of each exercise's cont
     "gae": "(rewards, values, mask, gamma=1.0, lam=0.95)",
     "overlong_penalty": "(lengths, max_len, cache_len)",
     "adaptive_kl_update": "(beta, current_kl, target_kl, n_steps, horizon)",
-    "diagnose": "(history)",
+    "diagnose": "(curves)",
 }
 
 

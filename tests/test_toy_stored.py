@@ -140,3 +140,12 @@ PLANTED = {   # what a wrong trainer would do to a config, expressed as the conf
 def test_the_fingerprint_catches(name):
     right, wrong = PLANTED[name]
     assert fp.differences(fp.fingerprint(right), fp.fingerprint(wrong)), f"{name}: fingerprint unchanged"
+
+
+def test_the_fingerprint_of_a_run_with_changes_covers_the_changed_knobs():
+    late = replace(BASE, changes={150: {"lr": 5e-3, "mismatch": "stale", "stale_steps": 2}})
+    other = replace(BASE, changes={150: {"lr": 4e-3, "mismatch": "stale", "stale_steps": 2}})
+    a, base = fp.fingerprint(late), fp.fingerprint(BASE)
+    assert fp.differences(base, a) and fp.differences(a, fp.fingerprint(other))
+    assert {k: v for k, v in a.items() if k.startswith(("0/", "1/"))} == \
+        {k: v for k, v in base.items() if k.startswith(("0/", "1/"))}          # before the change: the base run

@@ -50,13 +50,14 @@ SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1))]
 
 
 def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str | None = None,
-              ncols: int = 2, panel_size=(5.6, 3.2), dpi: int = 100):
+              ncols: int = 2, panel_size=(5.6, 3.2), dpi: int = 100, onset: int | None = None):
     """One panel per metric key (``ncols`` to a row), one colour per label: the mean over seeds as a
     thick solid line, each seed as a thin line in its own style; one legend, outside the panels,
     names the labels and the seeds' styles. The y label of a panel is the glossary's key.
 
     x="step" or "samples/drawn" (responses sampled so far; the mean line then averages x too).
-    Non-accuracy keys are smoothed by a trailing mean over ``window`` logged rows. Returns the
+    Non-accuracy keys are smoothed by a trailing mean over ``window`` logged rows; ``onset``: a
+    dotted vertical line at that step (where a change of configuration takes effect). Returns the
     (closed) Figure: make it a cell's last expression to show it.
     """
     from matplotlib.lines import Line2D
@@ -82,6 +83,8 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
             if len(hists) > 1:
                 xs, ys = seed_mean(hists, key, x)
                 ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=2.4)
+        if onset is not None:
+            ax.axvline(onset, color="0.35", lw=1.0, ls=":")
         ax.set_ylabel(key, fontsize=11)
         ax.set_xlabel("responses sampled" if x == "samples/drawn" else "RL step", fontsize=11)
         ax.tick_params(labelsize=10)
@@ -96,6 +99,8 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
         seeds = [h.config.get("seed", s) for s, h in enumerate(max(runs.values(), key=len))]
         handles += [Line2D([], [], color="black", lw=0.9, linestyle=SEED_STYLES[s % len(SEED_STYLES)],
                            label=f"seed {seed}") for s, seed in enumerate(seeds)]
+    if onset is not None:
+        handles.append(Line2D([], [], color="0.35", lw=1.0, ls=":", label=f"onset (step {onset})"))
     if title:
         fig.suptitle(title, fontsize=12)
     fig.tight_layout()

@@ -37,12 +37,19 @@ NONDETERMINISTIC = ("time/", "speed/")    # wall-clock metrics; every other one 
 
 def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
     """Every metric of step 0 and of the first ``steps`` RL steps of ``cfg`` in float64 after a warm
-    start of at most ``WARM_STEPS`` steps, on one CPU thread: {"step/metric": value}."""
+    start of at most ``WARM_STEPS`` steps, on one CPU thread: {"step/metric": value}. A config with
+    changes during the run has them all take effect at step ``steps`` (its onsets come later than the
+    fingerprinted steps)."""
     from .trainer import train                       # the trainer imports nothing from here
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         short = replace(cfg, device="cpu", num_threads=None, warm_steps=min(cfg.warm_steps, WARM_STEPS))
+        if cfg.changes:                  # every change at the last fingerprinted step, in order: the
+            merged = {}                  # schedule and the knobs it sets are fingerprinted too
+            for _, knobs in cfg.changes:
+                merged.update(dict(knobs))
+            short = replace(short, changes={steps: merged})
         rows = train(short, progress=False, stop_after=steps, dtype=torch.float64).rows
     finally:
         torch.set_num_threads(before)

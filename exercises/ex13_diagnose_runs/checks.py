@@ -1,40 +1,43 @@
 """Cases for ex13: the share of runs diagnosed right, on the chapter's gallery and on held-out runs.
 
-The held-out runs (other seeds, other strengths of each misconfiguration) live in the judge's own
-data folder, made by ``benchmarks/toy_results.py --only diagnosis_heldout``; the feedback names
-labels and counts, never a held-out run's numbers.
+``diagnose`` receives a ``diagnosis.Curves`` per run: the monitors' series and nothing else (no config,
+no run name). The held-out runs (other seeds, strengths, onsets, healthy variants, and runs where two
+things go wrong, labelled by the first) live in the judge's own data folder under opaque names, made by
+``benchmarks/toy_results.py --only diagnosis_heldout``; their labels come from
+``diagnosis.heldout_labels()``, apart from the series. The feedback names labels and counts, never a
+held-out run's numbers.
 """
-import copy
 from pathlib import Path
 
 from course_lib.judge.cases import Case
-from course_lib.toy.diagnosis import FAILURE, LABELS, true_label
+from course_lib.toy.diagnosis import FAILURE, LABELS, Curves, heldout_labels
 from course_lib.toy.history import load_results
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "notebooks" / "data" / "toy_gallery.json"
 HELDOUT = ROOT / "course_lib" / "judge" / "data" / "toy_diagnosis_heldout.json"
 BAR = 0.8            # share of runs right
-SHORT = {"entropy_collapse": "entropy", "length_blowup": "length", "stale_sampler": "stale",
+SHORT = {"low_temperature": "cold", "length_blowup": "length", "stale_sampler": "stale",
          "kl_runaway": "kl", "reward_hacking": "hacking"}     # column heads of the confusion table
 LABEL_BAR = 0.5      # and at least this share right within every label
 
 
 def _gallery():
     _, runs = load_results(GALLERY)
-    keep = ["healthy", *FAILURE]                     # fixed runs and the warm-start probe are not graded
-    return [h for name in keep for h in runs[name]], [name for name in keep for _ in runs[name]]
+    keep = ["healthy", *FAILURE]                     # fixed runs and the probes are not graded
+    return [Curves.of(h) for name in keep for h in runs[name]], [name for name in keep for _ in runs[name]]
 
 
 def _heldout():
     _, runs = load_results(HELDOUT)
-    return ([h for hs in runs.values() for h in hs],
-            [true_label(name) for name, hs in runs.items() for _ in hs])
+    labels = heldout_labels()
+    return ([Curves.of(h) for hs in runs.values() for h in hs],
+            [labels[name] for name, hs in runs.items() for _ in hs])
 
 
 def diagnose_each(fn, runs):
-    """The reader's diagnose on a copy of every run (a run changed in place cannot leak into the next)."""
-    return [fn(copy.deepcopy(h)) for h in runs]
+    """The reader's diagnose on a fresh copy of every run's curves (nothing leaks between runs)."""
+    return [fn(Curves({k: c.series(k) for k in c.keys})) for c in runs]
 
 
 def confusion(truth, got) -> str:
@@ -79,7 +82,8 @@ def cases():
         Case(f"fixed: the {len(g_runs)} gallery runs of chapter 08 (healthy and six failures, 3 seeds)",
              "diagnose", {"runs": g_runs}, kind="fixed", sample=True,
              call=diagnose_each, score=scorer(g_truth, "gallery")),
-        Case(f"held-out: {len(h_runs)} runs you have not seen (other seeds, other strengths)",
+        Case(f"held-out: {len(h_runs)} runs you have not seen (other seeds, strengths, onsets; some "
+             f"with two failures, labelled by the first)",
              "diagnose", {"runs": h_runs}, kind="random",
              call=diagnose_each, score=scorer(h_truth, "held-out")),
     ]

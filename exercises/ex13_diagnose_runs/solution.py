@@ -1,41 +1,52 @@
-"""ex13 reference: a readable rule set. Each rule reads the monitor that names a cause; the order
-matters because one failure drags other monitors along (a hacked reward also lengthens the answers and
-carries the policy far from the reference; a stale sampler also raises KL)."""
-from course_lib.toy.history import History
+"""ex13 reference: one detector per failure, each reading the monitor that names its cause; the label
+is the failure whose detector fires first (a run where two things go wrong is named by the first).
+Before a failure's onset every monitor looks healthy, so each detector asks "from which step on does
+this sign hold?", never "what is the value at the end?"."""
+from course_lib.toy.diagnosis import Curves
 
-LABELS = ("healthy", "entropy_collapse", "length_blowup", "stale_sampler", "kl_runaway",
+LABELS = ("healthy", "low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
           "reward_hacking", "no_signal")
+GAP = "reward - acc/sampled"
 
 
-def start(h: History, key: str, n: int = 5) -> float:
-    """Mean of the first n logged values of a metric."""
-    ys = h.series(key)[1][:n]
-    return sum(ys) / len(ys) if ys else float("nan")
+def first_step(steps, values, holds, persist: int = 3):
+    """The first step from which ``holds(value)`` is true for ``persist`` logged rows in a row."""
+    run = 0
+    for i, v in enumerate(values):
+        run = run + 1 if v == v and holds(v) else 0          # v == v: not NaN
+        if run == persist:
+            return steps[i - persist + 1]
+    return None
 
 
-def end(h: History, key: str, n: int = 10) -> float:
-    """Mean of the last n logged values of a metric."""
-    return h.mean(key, last_n=n)
+def ratio(c: Curves, top: str, bottom: str):
+    """Two monitors logged at the same steps, divided step by step."""
+    (s, a), (_, b) = c.series(top), c.series(bottom)
+    return s, [x / y if y else float("nan") for x, y in zip(a, b)]
 
 
-def diagnose(history: History) -> str:
-    h = history
-    # the sampler and the learner disagree: healthy runs show float noise (~1e-6), not a tail
-    if max(h.series("mismatch/abs_logratio_p99")[1], default=0.0) > 0.1:
-        return "stale_sampler"
-    # nothing to learn from, from the first steps on
-    if start(h, "groups/zero_signal_frac") > 0.9:
-        return "no_signal"
-    # the reward is not the exact accuracy: the gap says the reward pays for something else
-    gap_start = start(h, "reward/mean") - start(h, "acc/sampled")
-    gap_end = end(h, "reward/mean") - end(h, "acc/sampled")
-    if gap_end > 0.1 and gap_end > 3 * max(gap_start, 0.02):
-        return "reward_hacking"          # the gap opened during the run: the policy found a way in
-    if end(h, "len/wrong") > 5 and gap_end > 0.05:
-        return "length_blowup"           # wrong answers at the budget, and the reward pays for length
-    # far from the reference and the accuracy gone (a low temperature also raises KL, but keeps accuracy)
-    if end(h, "kl/ref") > 1.5 and end(h, "acc/sampled") < 0.5 * start(h, "acc/sampled"):
-        return "kl_runaway"
-    if end(h, "entropy/mean") < 0.2:
-        return "entropy_collapse"
-    return "healthy"
+def diagnose(curves: Curves) -> str:
+    c = curves
+    found = {}
+    # the sampler's log-probs disagree with the learner's: float noise (~1e-6) when they agree
+    found["stale_sampler"] = first_step(*c.series("mismatch/abs_logratio_p99"), lambda v: v > 0.05)
+    # the sampler is colder than the policy: entropy at the sampling temperature far below T = 1's
+    found["low_temperature"] = first_step(*ratio(c, "entropy/mean", "entropy/t1"), lambda v: v < 0.6)
+    # nothing left to learn from: almost every group's rewards are equal
+    found["no_signal"] = first_step(*c.series("groups/zero_signal_frac"), lambda v: v > 0.9)
+    # KL to the reference far above a healthy run's (a third of a nat)
+    found["kl_runaway"] = first_step(*c.series("kl/ref"), lambda v: v > 1.0)
+    # the reward pays for something besides the exact answer: a gap that stays open
+    steps, gaps = c.series(GAP)
+    opened = first_step(steps, gaps, lambda v: v > 0.003)
+    if opened is not None:
+        # a reward term per token makes the gap a fixed multiple of the length; a lenient verifier
+        # does not: compare the gap per token over the rows after it opened
+        _, per_token = ratio(c, GAP, "len/all")
+        after = [v for s, v in zip(steps, per_token) if s >= opened][:10]
+        steady = max(after) - min(after) < 0.2 * max(after)
+        found["length_blowup" if steady else "reward_hacking"] = opened
+    fired = {label: step for label, step in found.items() if step is not None}
+    if not fired:
+        return "healthy"
+    return min(fired, key=lambda label: (fired[label], LABELS.index(label)))

@@ -1,14 +1,15 @@
-"""ex13: diagnose a run from its metric history. Fill in the body; run `python judge.py test ex13`."""
-from course_lib.toy.history import History
+"""ex13: diagnose a run from its curves. Fill in the body; run `python judge.py test ex13`."""
+from course_lib.toy.diagnosis import Curves
 
-LABELS = ("healthy", "entropy_collapse", "length_blowup", "stale_sampler", "kl_runaway",
+LABELS = ("healthy", "low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
           "reward_hacking", "no_signal")
 
 
-def diagnose(history: History) -> str:
-    """One run's metric history (one row per logged step) -> one label of LABELS.
+def diagnose(curves: Curves) -> str:
+    """One run's monitors (one value per logged step) -> one label of LABELS.
 
-    history.series(key) -> (steps, values); history.first(key), history.last(key),
-    history.mean(key, last_n=...) read one metric. Keys are those of chapter 08's monitor table.
+    curves.series(key) -> (steps, values); curves.first(key), curves.last(key),
+    curves.mean(key, last_n=...) read one number; curves.keys lists the monitors (chapter 08's
+    monitor table, and the reward gap "reward - acc/sampled"). Nothing else: no config, no run name.
     """
     raise NotImplementedError("your code here")

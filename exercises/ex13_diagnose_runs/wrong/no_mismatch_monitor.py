@@ -1,30 +1,49 @@
 """Known-wrong: never looks at the sampler/learner gap."""
 HINT = ("A stale sampler looks like a too-high learning rate on the reward and KL curves. The monitor "
         "that tells them apart is mismatch/abs_logratio_p99: about 1e-6 (float noise) when the "
-        "sampler has the learner's weights, far above that when it does not.")
+        "sampler has the learner's weights, far above that from the step it falls behind.")
+
+LABELS = ("healthy", "low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
+          "reward_hacking", "no_signal")
+GAP = "reward - acc/sampled"
 
 
-def _start(h, key, n=5):
-    ys = h.series(key)[1][:n]
-    return sum(ys) / len(ys)
+def first_step(steps, values, holds, persist: int = 3):
+    """The first step from which ``holds(value)`` is true for ``persist`` logged rows in a row."""
+    run = 0
+    for i, v in enumerate(values):
+        run = run + 1 if v == v and holds(v) else 0          # v == v: not NaN
+        if run == persist:
+            return steps[i - persist + 1]
+    return None
 
 
-def _end(h, key, n=10):
-    return h.mean(key, last_n=n)
+def ratio(c, top: str, bottom: str):
+    """Two monitors logged at the same steps, divided step by step."""
+    (s, a), (_, b) = c.series(top), c.series(bottom)
+    return s, [x / y if y else float("nan") for x, y in zip(a, b)]
 
 
-def diagnose(history):
-    h = history
-    if _start(h, "groups/zero_signal_frac") > 0.9:
-        return "no_signal"
-    gap_start = _start(h, "reward/mean") - _start(h, "acc/sampled")
-    gap_end = _end(h, "reward/mean") - _end(h, "acc/sampled")
-    if gap_end > 0.1 and gap_end > 3 * max(gap_start, 0.02):
-        return "reward_hacking"
-    if _end(h, "len/wrong") > 5 and gap_end > 0.05:
-        return "length_blowup"
-    if _end(h, "kl/ref") > 1.5 and _end(h, "acc/sampled") < 0.5 * _start(h, "acc/sampled"):
-        return "kl_runaway"
-    if _end(h, "entropy/mean") < 0.2:
-        return "entropy_collapse"
-    return "healthy"
+def diagnose(curves) -> str:
+    c = curves
+    found = {}
+    # the sampler is colder than the policy: entropy at the sampling temperature far below T = 1's
+    found["low_temperature"] = first_step(*ratio(c, "entropy/mean", "entropy/t1"), lambda v: v < 0.6)
+    # nothing left to learn from: almost every group's rewards are equal
+    found["no_signal"] = first_step(*c.series("groups/zero_signal_frac"), lambda v: v > 0.9)
+    # KL to the reference far above a healthy run's (a third of a nat)
+    found["kl_runaway"] = first_step(*c.series("kl/ref"), lambda v: v > 1.0)
+    # the reward pays for something besides the exact answer: a gap that stays open
+    steps, gaps = c.series(GAP)
+    opened = first_step(steps, gaps, lambda v: v > 0.003)
+    if opened is not None:
+        # a reward term per token makes the gap a fixed multiple of the length; a lenient verifier
+        # does not: compare the gap per token over the rows after it opened
+        _, per_token = ratio(c, GAP, "len/all")
+        after = [v for s, v in zip(steps, per_token) if s >= opened][:10]
+        steady = max(after) - min(after) < 0.2 * max(after)
+        found["length_blowup" if steady else "reward_hacking"] = opened
+    fired = {label: step for label, step in found.items() if step is not None}
+    if not fired:
+        return "healthy"
+    return min(fired, key=lambda label: (fired[label], LABELS.index(label)))

@@ -1,0 +1,10 @@
+"""Known-wrong: looks for the run's configuration instead of reading its curves."""
+HINT = ("diagnose receives the monitors' series only: no config, no run name, nothing that names the "
+        "knob. Read the curves: curves.series(key) for each monitor in curves.keys.")
+
+
+def diagnose(curves):
+    cfg = getattr(curves, "config", None) or getattr(curves, "history", None).config
+    if cfg["temperature"] < 0.6:
+        return "low_temperature"
+    return "healthy"
