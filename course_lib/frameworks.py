@@ -11,7 +11,8 @@ OpenRLHF 0.11.2, the versions in VERSIONS):
                      tests/peers/test_translations.py and test_semantics.py
 
 plus the notes on where one number means different things, and the reader of the stored peer test
-(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py).
+(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py: verl's functions
+and TRL's GRPOTrainer loss code against course_lib).
 """
 from __future__ import annotations
 
@@ -684,11 +685,15 @@ def variant_diff(rows_by_label: dict[str, list]) -> tuple[list, dict[str, list]]
 # the stored peer test
 # ----------------------------------------------------------------------------------------------
 GSPO_TOKEN_CHECK = "loss: GSPO, token-level IS weight (value only; gradients differ, see chapter 09)"
+TRL_SAPO_CHECK = "TRL loss_type=sapo (TRL's temperature 1.05 in float32)"
 # check -> the fields allowed to exceed the tolerance, with the reason
 DOCUMENTED_DIFFERENCES = {
     GSPO_TOKEN_CHECK: ("grad", "verl's GSPO-token form gives each token its own IS weight inside the "
                                "sequence ratio's gradient; course_lib's sequence form applies the "
                                "weight to the loss. Same loss value, different gradients."),
+    TRL_SAPO_CHECK: ("value", "TRL builds SAPO's temperatures as a float32 tensor, so its 1.05 is "
+                              "1.0499999523; with temperatures exact in float32 (1, 1.25) the two agree "
+                              "to float64's precision."),
 }
 
 
