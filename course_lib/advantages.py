@@ -214,8 +214,8 @@ def opo_advantages(rewards: Tensor, group_size: int, lengths: Tensor) -> Tensor:
     """OPO (arXiv 2505.23585): R_i minus the length-weighted group mean sum_j |y_j| R_j / sum_j |y_j|.
 
     rewards [B], lengths [B] (valid tokens per response) -> adv [B]. Differs from Dr. GRPO in the
-    baseline's weights: by length, the baseline that minimises the variance of a token-summed
-    gradient. Read from verl 0.9.1 core_algos.compute_opo_outcome_advantage.
+    baseline's weights: by length (the paper's claim: the variance-minimising baseline when the
+    loss sums over tokens). Read from verl 0.9.1 core_algos.compute_opo_outcome_advantage.
     """
     r_grp = _groups(rewards, group_size)                                        # [P, G]
     check_tensor(lengths, "lengths", ndim=1)

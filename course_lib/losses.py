@@ -13,6 +13,9 @@ return -J) and ``stats`` a dict of detached floats named as in ``metrics.METRICS
 Per-token gradient: d loss / d logp_t = -alpha_t * c(r_t, A_t), with alpha_t the aggregation
 weight (``aggregation.token_weights``) and c the coefficient ``grad_coefficient`` measures.
 Chapter 05 (ratios and clipping) shows these losses; the toy trainer (chapter 07) trains them.
+FRAMEWORK_LOSSES holds the other losses verl 0.9.1 and TRL 1.16.0 select (GPG, DPPO, GMPO, LUSPO,
+VESPO, DRO, Clip-Cov, KL-Cov), each a diff of a parent above, checked against the frameworks' own
+code in tests/peers/test_verl_functions.py.
 """
 from __future__ import annotations
 
