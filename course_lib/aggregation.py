@@ -8,6 +8,8 @@ The four modes differ only in the weight alpha each valid token gets (fact sheet
     seq-mean-token-sum-norm  alpha = 1 / (B L_max)             (Dr. GRPO; L_max = max_len or T)
 
 "B" counts non-empty sequences: a fully masked row contributes nothing and is not counted.
+verl 0.9.1 adds a fifth, ``token-sum`` (alpha = 1: the loss grows with the batch), accepted by
+``aggregate`` and ``token_weights`` but kept out of AGGREGATIONS, the four chapter 03 compares.
 Chapter 03 (loss aggregation) and exercise ex03; also used in chapters 02 and 07.
 """
 from __future__ import annotations
@@ -50,26 +52,37 @@ def seq_mean_token_sum_norm(loss_tok: Tensor, mask: Tensor, max_len: int | None 
     return seq_mean_token_sum(loss_tok, mask) / L
 
 
+def token_sum(loss_tok: Tensor, mask: Tensor, max_len: int | None = None) -> Tensor:
+    """Sum over all valid tokens, unnormalised (verl 0.9.1 ``token-sum``, agg_loss).
+
+    Differs from token-mean in the normaliser: none, so the loss and its gradient scale with the
+    number of tokens in the batch (verl multiplies by the data-parallel size so that the averaged
+    gradient is the global sum).
+    """
+    return masked_sum(loss_tok, mask)
+
+
 AGGREGATIONS: dict[str, Callable[..., Tensor]] = {
     "token-mean": token_mean,
     "seq-mean-token-mean": seq_mean_token_mean,
     "seq-mean-token-sum": seq_mean_token_sum,
     "seq-mean-token-sum-norm": seq_mean_token_sum_norm,
 }
+MODES: dict[str, Callable[..., Tensor]] = {**AGGREGATIONS, "token-sum": token_sum}   # every mode
 
 
 def _check_mode(mode, max_len) -> None:
-    check_choice(mode, "mode", sorted(AGGREGATIONS))
+    check_choice(mode, "mode", sorted(MODES))
     check_int(max_len, "max_len", allow_none=True)
 
 
 def aggregate(loss_tok: Tensor, mask: Tensor, mode: str = "token-mean",
               max_len: int | None = None) -> Tensor:
-    """Reduce a per-token loss [B, T] to a scalar with one of the four modes (see module doc)."""
+    """Reduce a per-token loss [B, T] to a scalar with one of the modes (see module doc)."""
     check_tensor(loss_tok, "loss_tok", ndim=2, floating=True)
     check_mask(mask, loss_tok, "loss_tok")
     _check_mode(mode, max_len)
-    return AGGREGATIONS[mode](loss_tok, mask, max_len)
+    return MODES[mode](loss_tok, mask, max_len)
 
 
 def token_weights(mask: Tensor, mode: str = "token-mean", max_len: int | None = None) -> Tensor:

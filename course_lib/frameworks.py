@@ -11,7 +11,8 @@ OpenRLHF 0.11.2, the versions in VERSIONS):
                      tests/peers/test_translations.py and test_semantics.py
 
 plus the notes on where one number means different things, and the reader of the stored peer test
-(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py).
+(notebooks/data/verl_agreement.json, written by tests/peers/test_verl_functions.py: verl's functions
+and TRL's GRPOTrainer loss code against course_lib).
 """
 from __future__ import annotations
 
@@ -67,6 +68,49 @@ class Knob:
         return {"verl": self.verl, "TRL": self.trl, "OpenRLHF": self.openrlhf}
 
 
+# every name each framework selects, as KNOBS lists them (tests/peers/test_knobs.py reads the installed ones)
+VERL_LOSS_MODES = ("`vanilla`, `dppo_tv`, `dppo_kl`, `gspo`, `sapo`, `gpg`, `clip_cov`, `kl_cov`, `geo_mean`, "
+                   "`dro`, `cispo`, `bypass_mode`")
+VERL_ESTIMATORS = ("`gae`, `grpo`, `reinforce_plus_plus`, `reinforce_plus_plus_baseline`, `remax`, `rloo`, `opo`, "
+                   "`grpo_passk`, `gpg`, `rloo_vectorized`, `grpo_vectorized`, `optimal_token_baseline`, "
+                   "`tir_optimal_token_baseline`, `gdpo`")
+OPENRLHF_ESTIMATORS = ("`gae`, `reinforce`, `rloo`, `reinforce_baseline`, `group_norm`, `dr_grpo`, "
+                       "`flash_reinforce`")
+TRL_LOSS_TYPES = "`dapo`, `grpo`, `dr_grpo`, `bnpo`, `cispo`, `sapo`, `luspo`, `vespo`"
+# each selectable name -> the course_lib function that computes it (checked against the framework's own
+# code in tests/peers/test_verl_functions.py)
+COURSE_FUNCTIONS = {
+    "verl loss_mode": {"vanilla": "losses.ppo_loss", "dppo_tv": "losses.dppo_tv_loss",
+                       "dppo_kl": "losses.dppo_kl_loss", "gspo": "losses.gspo_loss", "sapo": "losses.sapo_loss",
+                       "gpg": "losses.gpg_loss", "clip_cov": "losses.clip_cov_loss",
+                       "kl_cov": "losses.kl_cov_loss", "geo_mean": "losses.gmpo_loss", "dro": "losses.dro_loss",
+                       "cispo": "losses.cispo_loss",
+                       "bypass_mode": "losses.ppo_loss / losses.cispo_loss / losses.gpg_loss"},
+    "verl adv_estimator": {"gae": "advantages.gae", "grpo": "advantages.group_advantages",
+                           "grpo_vectorized": "advantages.group_advantages",
+                           "reinforce_plus_plus": "advantages.reinforce_pp_advantages",
+                           "reinforce_plus_plus_baseline": "advantages.reinforce_pp_baseline_advantages",
+                           "remax": "advantages.remax_advantages", "rloo": "advantages.rloo_advantages",
+                           "rloo_vectorized": "advantages.rloo_advantages", "opo": "advantages.opo_advantages",
+                           "grpo_passk": "advantages.passk_advantages", "gpg": "advantages.gpg_advantages",
+                           "optimal_token_baseline": "advantages.optimal_token_baseline_advantages",
+                           "tir_optimal_token_baseline": "advantages.tir_optimal_token_baseline_advantages",
+                           "gdpo": "advantages.gdpo_advantages"},
+    "verl loss_agg_mode": {m: f"aggregation.aggregate(mode={m!r})" for m in
+                           ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm",
+                            "token-sum")},
+    "TRL loss_type": {"grpo": "losses.grpo_loss", "bnpo": "losses.ppo_loss (per micro-batch)",
+                      "dr_grpo": "losses.dr_grpo_loss", "dapo": "losses.dapo_loss", "luspo": "losses.luspo_loss",
+                      "cispo": "losses.cispo_loss", "sapo": "losses.sapo_loss", "vespo": "losses.vespo_loss"},
+}
+
+
+def listed(values: str) -> list[str]:
+    """The backticked names of a Setting's values, unquoted: "`a`, `\"b\"`" -> ['a', 'b']."""
+    import re
+    return [v.strip('"') for v in re.findall(r"`([^`]+)`", values or "")]
+
+
 S = Setting
 KNOBS: tuple[Knob, ...] = (
     Knob("Group size G", "02_group_advantages",
@@ -74,9 +118,9 @@ KNOBS: tuple[Knob, ...] = (
          trl=(S("num_generations", "8"),),
          openrlhf=(S("--rollout.n_samples_per_prompt", "1"),)),
     Knob("Advantage estimator", "01_ppo_clip_and_gae",
-         verl=(S("algorithm.adv_estimator", "'gae'", "`grpo`, `rloo`, ..."),),
+         verl=(S("algorithm.adv_estimator", "'gae'", VERL_ESTIMATORS),),
          trl=(S("GRPOTrainer"), S("RLOOTrainer")),
-         openrlhf=(S("--algo.advantage.estimator", "'gae'", "`gae`, `rloo`, `group_norm`, `dr_grpo`, ..."),),
+         openrlhf=(S("--algo.advantage.estimator", "'gae'", OPENRLHF_ESTIMATORS),),
          note="verl whitens GAE advantages over the batch (`masked_whiten`); course_lib's `gae` "
               "returns them raw. verl's `rloo` swaps only the advantage; TRL's `RLOOTrainer` also "
               "uses a sequence-level ratio and k1 KL in the reward. TRL has no PPO trainer: GAE needs "
@@ -90,7 +134,7 @@ KNOBS: tuple[Knob, ...] = (
          verl=(S("actor.loss_agg_mode", "'token-mean'",
                  "`token-mean`, `seq-mean-token-mean`, `seq-mean-token-sum`, `seq-mean-token-sum-norm`, "
                  "`token-sum`"),),
-         trl=(S("loss_type", "'dapo'", "`dapo`, `grpo`, `dr_grpo`, `bnpo`, ..."),),
+         trl=(S("loss_type", "'dapo'", TRL_LOSS_TYPES),),
          openrlhf=(S("--actor.loss_agg_mode", "'token-mean'", "`token-mean`, `seq-mean-token-mean`"),),
          note='TRL\'s `"dapo"` divides by the token count of the whole accumulated global batch, '
               '`"bnpo"` by the local batch; verl divides by the global batch\'s token count '
@@ -101,6 +145,18 @@ KNOBS: tuple[Knob, ...] = (
          note='TRL `"dr_grpo"` = sum / (B max_completion_length); verl 0.9.1 '
               "`seq-mean-token-sum-norm` = the same 1/(B L) with L = `loss_scale_factor`, by default "
               "the padded length; the January 2026 verl code had no 1/B."),
+    Knob("Policy loss", "05_ratios_and_clipping",
+         verl=(S("actor.policy_loss.loss_mode", "'vanilla'", VERL_LOSS_MODES),),
+         trl=(S("loss_type", "'dapo'", TRL_LOSS_TYPES), S("importance_sampling_level", "'token'",
+                                                          "`token`, `sequence`")),
+         openrlhf=(S("--actor.policy_loss_type", "'ppo'", "`ppo`, `gspo`"),),
+         note="course_lib has each one: `vanilla` is `losses.ppo_loss` (GRPO, DAPO and Dr. GRPO differ only in "
+              "their defaults), verl's `geo_mean` is `losses.gmpo_loss`, and `bypass_mode` is no loss of its "
+              "own: with pi_old := the sampler's log-probs it runs `vanilla` (`loss_type` `ppo_clip`) or "
+              "-sg(min(r, cap)) A log pi (`reinforce`), which is `losses.cispo_loss` with no lower bound, or "
+              "`losses.gpg_loss` without an IS weight. TRL's `loss_type` picks the aggregation too; "
+              '`"luspo"` expects `importance_sampling_level="sequence"` (a warning otherwise) and `"vespo"` '
+              '`"token"` (it builds its sequence weight itself).'),
     Knob("eps_low", "05_ratios_and_clipping",
          verl=(S("actor.clip_ratio_low", "0.2"),),
          trl=(S("epsilon", "0.2"),),
@@ -137,6 +193,47 @@ KNOBS: tuple[Knob, ...] = (
          note="verl's SAPO ignores `loss_agg_mode` and always uses seq-mean-token-mean (the one loss "
               'of verl 0.9.1 that forces its aggregation); TRL\'s `"sapo"` uses the `"grpo"` '
               "aggregation."),
+    Knob("DPPO trust region (dppo_tv, dppo_kl)", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_low", "0.2"), S("actor.clip_ratio_high", "0.2"), S("actor.clip_ratio_c", "3.0")),
+         note="DPPO reads PPO's clip settings with another meaning: `clip_ratio_low`/`_high` bound the change "
+              "of the token's probability (TV) or its Bernoulli KL, not the ratio, and `clip_ratio_c` "
+              "truncates the detached weight min(r, c): 3 by default (shared with dual-clip PPO), though the "
+              "source's fallback is 20 and its comment recommends a large value."),
+    Knob("GMPO (geo_mean) clip in log space", "05_ratios_and_clipping",
+         verl=(S("actor.clip_ratio_low", "0.2"), S("actor.clip_ratio_high", "0.2")),
+         note="`geo_mean` reads `clip_ratio_low`/`_high` as bounds on log r (r in [e^-0.2, e^0.2] by "
+              "default) and ignores `loss_agg_mode`: a plain mean over the responses."),
+    Knob("Clip-Cov and KL-Cov", "05_ratios_and_clipping",
+         verl=(S("actor.policy_loss.clip_cov_ratio", "0.0002"), S("actor.policy_loss.clip_cov_lb", "1.0"),
+               S("actor.policy_loss.clip_cov_ub", "5.0"), S("actor.policy_loss.kl_cov_ratio", "0.0002"),
+               S("actor.policy_loss.ppo_kl_coef", "0.1")),
+         note="Clip-Cov draws its detached tokens with torch's global generator (a run is reproducible only "
+              "with its seed); `ppo_kl_coef` is 0.1 in the config and 1.0 in the source's fallback. Neither "
+              "loss has the dual clip."),
+    Knob("DRO's penalty", "05_ratios_and_clipping",
+         verl=(S("actor.policy_loss.dro_beta", "None", "must be set > 0 with `dro`"),)),
+    Knob("VESPO's gamma weight", "05_ratios_and_clipping",
+         trl=(S("vespo_k_pos", "2.0"), S("vespo_lambda_pos", "3.0"), S("vespo_k_neg", "3.0"),
+              S("vespo_lambda_neg", "2.0")),
+         note="VESPO's weight is a function of the product of the response's token ratios (the sum of log r, "
+              "not GSPO's mean), and TRL folds its sampler IS ratio into it rather than multiplying the loss."),
+    Knob("Discount in the returns (REINFORCE++, GAE)", "02_group_advantages",
+         verl=(S("algorithm.gamma", "1.0"), S("algorithm.lam", "1.0")),
+         note="REINFORCE++ and REINFORCE++-baseline whiten over the batch's valid tokens (a long response "
+              "counts once per token), GDPO again after its group step; ReMax needs no setting (the trainer "
+              "samples the greedy baseline when `adv_estimator=remax`)."),
+    Knob("GDPO: reward components normalised apart", "02_group_advantages",
+         verl=(S("+algorithm.gdpo_reward_keys", None, "the score dict's keys; a new key: `+` in Hydra"),
+               S("+algorithm.gdpo_reward_weights")),
+         trl=(S("multi_objective_aggregation", "'sum_then_normalize'", "`normalize_then_sum`: GDPO"),
+              S("reward_weights", "None"))),
+    Knob("Optimal token baseline", "02_group_advantages",
+         verl=(S("actor.calculate_sum_pi_squared", "False", "needed by `optimal_token_baseline`"),),
+         note="the baseline is per position in verl's `optimal_token_baseline` and per valid token in "
+              "`tir_optimal_token_baseline`: they differ only where a response has a masked stretch."),
+    Knob("Sampler log-probs as pi_old (bypass mode)", "06_train_inference_mismatch",
+         verl=(S("algorithm.rollout_correction.bypass_mode", "False"),
+               S("algorithm.rollout_correction.loss_type", "'ppo_clip'", "`reinforce`")),),
     Knob("KL in the loss and its estimator", "04_kl_estimators",
          verl=(S("actor.use_kl_loss", "False"), S("actor.kl_loss_coef", "0.001"),
                S("actor.kl_loss_type", "'low_var_kl'", "`kl`/`k1`, `mse`/`k2`, `low_var_kl`/`k3`")),
@@ -707,11 +804,20 @@ def variant_diff(rows_by_label: dict[str, list]) -> tuple[list, dict[str, list]]
 # the stored peer test
 # ----------------------------------------------------------------------------------------------
 GSPO_TOKEN_CHECK = "loss: GSPO, token-level IS weight (value only; gradients differ, see chapter 09)"
+TRL_SAPO_CHECK = "TRL loss_type=sapo (TRL's temperature 1.05 in float32)"
+GDPO_CHECKS = tuple(f"advantage: GDPO (2 components, weights 1 and 0.5{s}; verl reads them in float32)"
+                    for s in ("", ", unscaled"))
 # check -> the fields allowed to exceed the tolerance, with the reason
 DOCUMENTED_DIFFERENCES = {
     GSPO_TOKEN_CHECK: ("grad", "verl's GSPO-token form gives each token its own IS weight inside the "
                                "sequence ratio's gradient; course_lib's sequence form applies the "
                                "weight to the loss. Same loss value, different gradients."),
+    **{name: ("value", "verl reads each GDPO reward component as float32 (np.float32) and normalises it "
+                       "in float32: agreement to float32's precision (the test allows 1e-5).")
+       for name in GDPO_CHECKS},
+    TRL_SAPO_CHECK: ("value", "TRL builds SAPO's temperatures as a float32 tensor, so its 1.05 is "
+                              "1.0499999523; with temperatures exact in float32 (1, 1.25) the two agree "
+                              "to float64's precision."),
 }
 
 

@@ -197,6 +197,8 @@ def aggregate(loss_tok, mask, mode, max_len=None):
     if mode == "seq-mean-token-sum-norm":
         L = T if max_len is None else max_len
         return sum(sum(row) / L for row in rows) / n_seqs
+    if mode == "token-sum":
+        return sum(sum(row) for row in rows)
     raise KeyError(mode)
 
 
@@ -220,6 +222,8 @@ def token_weights(mask, mode, max_len=None):
                 alpha[b][t] = 1.0 / n_seqs
             elif mode == "seq-mean-token-sum-norm":
                 alpha[b][t] = 1.0 / (n_seqs * L)
+            elif mode == "token-sum":
+                alpha[b][t] = 1.0
             else:
                 raise KeyError(mode)
     return alpha
@@ -498,4 +502,275 @@ def correction_weights(kind, old_logp, rollout_logp, mask, cap, level):
                 out[b][t] = rho if rho <= cap else 0.0
             else:
                 raise KeyError(kind)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the other losses of verl 0.9.1 and TRL 1.16.0: (value, d loss / d logp) by loops
+# --------------------------------------------------------------------------------------------
+
+def _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight, term):
+    """Aggregate per-token (loss, c) pairs: value by ``aggregate``, gradient -alpha * w * c."""
+    B, T = len(mask), len(mask[0])
+    lr = log_ratio(logp, old_logp, mask)
+    loss_tok = [[0.0] * T for _ in range(B)]
+    coef = [[0.0] * T for _ in range(B)]
+    for b in range(B):
+        for t in range(T):
+            if mask[b][t]:
+                w = 1.0 if is_weight is None else is_weight[b][t]
+                loss, c = term(b, t, lr[b][t], _adv_at(adv, b, t))
+                loss_tok[b][t], coef[b][t] = loss * w, c * w
+    alpha = token_weights(mask, agg, max_len)
+    return aggregate(loss_tok, mask, agg, max_len), [[-alpha[b][t] * coef[b][t] for t in range(T)]
+                                                     for b in range(B)]
+
+
+def gpg_loss(logp, old_logp, adv, mask, *, agg="token-mean", max_len=None, is_weight=None):
+    """-A log pi per token; c = A."""
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight,
+                         lambda b, t, lr, A: (-A * logp[b][t], A))
+
+
+def dppo_keeps(p, p_old, A, divergence, delta_low, delta_high):
+    """Is the token inside DPPO's trust region? (p, p_old: probabilities of the sampled token)"""
+    if divergence == "tv":
+        return p - p_old <= delta_high if A > 0 else p - p_old >= -delta_low
+    kl = p_old * math.log(p_old / p) + (1 - p_old) * math.log((1 - p_old + 1e-8) / (1 - p + 1e-8))
+    if A > 0:
+        return kl <= delta_high or p <= p_old
+    return kl <= delta_low or p >= p_old
+
+
+def dppo_loss(logp, old_logp, adv, mask, *, divergence, delta_low=0.2, delta_high=0.2, trunc=3.0,
+              agg="token-mean", max_len=None, is_weight=None):
+    """-min(r, trunc) A log pi on kept tokens (weight held constant); c = min(r, trunc) A."""
+    def term(b, t, lr, A):
+        keep = dppo_keeps(math.exp(logp[b][t]), math.exp(old_logp[b][t]), A, divergence, delta_low, delta_high)
+        w = min(math.exp(lr), trunc) if keep else 0.0
+        return -w * A * logp[b][t], w * A
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight, term)
+
+
+def dro_loss(logp, old_logp, adv, mask, *, beta=1.0, agg="token-mean", max_len=None, is_weight=None):
+    """-(A log pi - beta/2 lr^2); c = A - beta lr."""
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight,
+                         lambda b, t, lr, A: (-(A * logp[b][t] - 0.5 * beta * lr * lr), A - beta * lr))
+
+
+def centred_covariances(logp, adv, mask):
+    """(A - mean A)(log pi - mean log pi) of every valid token, means over valid tokens: {(b, t): cov}."""
+    cells = [(b, t) for b in range(len(mask)) for t in range(len(mask[b])) if mask[b][t]]
+    a_mean = sum(_adv_at(adv, b, t) for b, t in cells) / len(cells)
+    l_mean = sum(logp[b][t] for b, t in cells) / len(cells)
+    return {(b, t): (_adv_at(adv, b, t) - a_mean) * (logp[b][t] - l_mean) for b, t in cells}
+
+
+def clip_cov_candidates(logp, old_logp, adv, mask, eps_low, eps_high, cov_lb, cov_ub):
+    """The tokens Clip-Cov may detach: valid, PPO's clip not binding, cov strictly in (lb, ub)."""
+    lr = log_ratio(logp, old_logp, mask)
+    lo, hi = clip_range(eps_low, eps_high)
+    out = set()
+    for (b, t), cov in centred_covariances(logp, adv, mask).items():
+        r, A = math.exp(lr[b][t]), _adv_at(adv, b, t)
+        binds = -A * _clamp(r, lo, hi) > -A * r
+        if not binds and cov_lb < cov < cov_ub:
+            out.add((b, t))
+    return out
+
+
+def clip_cov_loss(logp, old_logp, adv, mask, *, detached, eps_low=0.2, eps_high=0.2, agg="token-mean",
+                  max_len=None, is_weight=None):
+    """PPO's token loss and coefficient, 0 on the ``detached`` tokens."""
+    def term(b, t, lr, A):
+        if (b, t) in detached:
+            return 0.0, 0.0
+        r = math.exp(lr)
+        return ppo_token_loss(r, A, eps_low, eps_high), ppo_coefficient(r, A, eps_low, eps_high)
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight, term)
+
+
+def kl_cov_loss(logp, old_logp, adv, mask, *, kl_ratio=2e-4, kl_coef=0.1, agg="token-mean",
+                max_len=None, is_weight=None):
+    """-r A, plus kl_coef |lr| on the max(1, int(N kl_ratio)) tokens of largest covariance."""
+    covs = centred_covariances(logp, adv, mask)
+    ranked = sorted(covs, key=lambda cell: -covs[cell])
+    pulled = set(ranked[:max(1, int(len(covs) * kl_ratio))])
+
+    def term(b, t, lr, A):
+        r = math.exp(lr)
+        if (b, t) not in pulled:
+            return -A * r, A * r
+        sign = (lr > 0) - (lr < 0)
+        return -A * r + kl_coef * abs(lr), A * r - kl_coef * sign
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight, term)
+
+
+def _sequence_family(logp, old_logp, adv, mask, agg, max_len, is_weight, seq_term):
+    """Every token of row b carries the row's loss; seq_term(b, lrs) -> (loss, [d loss / d lr_t])."""
+    B, T = len(mask), len(mask[0])
+    alpha = token_weights(mask, agg, max_len)
+    lr = log_ratio(logp, old_logp, mask)
+    loss_tok = [[0.0] * T for _ in range(B)]
+    grad = [[0.0] * T for _ in range(B)]
+    for b in range(B):
+        cols = [t for t in range(T) if mask[b][t]]
+        if not cols:
+            continue
+        loss_seq, dl = seq_term(b, [lr[b][t] for t in cols])
+        weights = [1.0 if is_weight is None else is_weight[b][t] for t in cols]
+        for t, w in zip(cols, weights):
+            loss_tok[b][t] = loss_seq * w
+        total = sum(alpha[b][t] * w for t, w in zip(cols, weights))
+        for t, d in zip(cols, dl):
+            grad[b][t] = total * d
+    return aggregate(loss_tok, mask, agg, max_len), grad
+
+
+def gmpo_loss(logp, old_logp, adv, mask, *, eps_low=0.2, eps_high=0.2, agg="seq-mean-token-mean",
+              max_len=None, is_weight=None):
+    """-A exp(mean_t x_t), x_t = min(lr, clip(lr)) for A > 0, max(...) for A < 0 (0 for A = 0)."""
+    def seq_term(b, lrs):
+        A, n = adv[b], len(lrs)
+        xs, moving = [], []
+        for x in lrs:
+            if A > 0:
+                xs.append(min(x, eps_high))
+                moving.append(x < eps_high)
+            elif A < 0:
+                xs.append(max(x, -eps_low))
+                moving.append(x > -eps_low)
+            else:
+                xs.append(0.0)
+                moving.append(False)
+        s = math.exp(sum(xs) / n)
+        return -A * s, [-A * s / n if m else 0.0 for m in moving]
+    return _sequence_family(logp, old_logp, adv, mask, agg, max_len, is_weight, seq_term)
+
+
+def vespo_loss(logp, old_logp, adv, mask, *, k_pos=2.0, lambda_pos=3.0, k_neg=3.0, lambda_neg=2.0,
+               agg="token-mean", max_len=None, is_weight=None):
+    """-phi(w) A log pi with log w = clamp(sum_t lr, log 1e-8, 20), phi held constant; c = phi A."""
+    B, T = len(mask), len(mask[0])
+    lr = log_ratio(logp, old_logp, mask)
+    phi = []
+    for b in range(B):
+        log_w = _clamp(sum(lr[b][t] for t in range(T) if mask[b][t]), math.log(1e-8), 20.0)
+        k, lam = (k_pos, lambda_pos) if adv[b] >= 0 else (k_neg, lambda_neg)
+        phi.append(math.exp(lam) * math.exp(log_w) ** k * math.exp(-lam * math.exp(log_w)))
+    return _token_family(logp, old_logp, adv, mask, agg, max_len, is_weight,
+                         lambda b, t, _, A: (-phi[b] * A * logp[b][t], phi[b] * A))
+
+
+# --------------------------------------------------------------------------------------------
+# the other advantage estimators of verl 0.9.1, by loops
+# --------------------------------------------------------------------------------------------
+
+def whiten(values, mask, eps=1e-8):
+    cells = [(b, t) for b in range(len(mask)) for t in range(len(mask[b])) if mask[b][t]]
+    mean = sum(values[b][t] for b, t in cells) / len(cells)
+    var = sum((values[b][t] - mean) ** 2 for b, t in cells) / (len(cells) - 1)
+    out = [[0.0] * len(mask[0]) for _ in mask]
+    for b, t in cells:
+        out[b][t] = (values[b][t] - mean) / math.sqrt(var + eps)
+    return out
+
+
+def discounted_returns(rewards, mask, gamma):
+    """G at each valid token: its reward plus gamma times the G of the next *valid* token."""
+    out = [[0.0] * len(mask[0]) for _ in mask]
+    for b in range(len(mask)):
+        g = 0.0
+        for t in reversed(range(len(mask[b]))):
+            if mask[b][t]:
+                g = rewards[b][t] + gamma * g
+                out[b][t] = g
+    return out
+
+
+def reinforce_pp(rewards, mask, gamma):
+    return whiten(discounted_returns(rewards, mask, gamma), mask)
+
+
+def reinforce_pp_baseline(rewards, mask, group_size):
+    centred = dr_grpo_advantages(rewards, group_size)
+    return whiten([[centred[b]] * len(mask[0]) for b in range(len(mask))], mask)
+
+
+def remax(rewards_tok, baseline, mask):
+    g = discounted_returns(rewards_tok, mask, 1.0)
+    return [[g[b][t] - baseline[b] if mask[b][t] else 0.0 for t in range(len(mask[b]))]
+            for b in range(len(mask))]
+
+
+def opo(rewards, group_size, lengths):
+    out = []
+    for start in range(0, len(rewards), group_size):
+        r, n = rewards[start:start + group_size], lengths[start:start + group_size]
+        base = sum(ri * ni for ri, ni in zip(r, n)) / max(sum(n), 1)
+        out += [0.0 if len(set(r)) == 1 else ri - base for ri in r]
+    return out
+
+
+def passk(rewards, group_size, scale=True, eps=1e-6):
+    out = []
+    for start in range(0, len(rewards), group_size):
+        r = rewards[start:start + group_size]
+        best = r.index(max(r))
+        second = sorted(r)[-2]
+        mean = sum(r) / len(r)
+        std = math.sqrt(sum((x - mean) ** 2 for x in r) / (len(r) - 1))
+        gap = (r[best] - second) / (std + eps) if scale else r[best] - second
+        out += [gap if i == best else 0.0 for i in range(len(r))]
+    return out
+
+
+def gpg(rewards, group_size, f_norm=1.0):
+    alpha = len(rewards) / max(sum(1 for x in rewards if x != 0), 1)
+    return [alpha * a / f_norm for a in dr_grpo_advantages(rewards, group_size)]
+
+
+def gdpo(components, group_size, mask, weights, scale=True, eps=1e-6):
+    """components: B lists of K rewards."""
+    K = len(components[0])
+    total = [0.0] * len(components)
+    for k in range(K):
+        adv = group_advantages([c[k] for c in components], group_size, scale=scale, eps=eps)
+        total = [x + weights[k] * a for x, a in zip(total, adv)]
+    return whiten([[x] * len(mask[0]) for x in total], mask)
+
+
+def optimal_token_baseline(rewards, mask, group_size, old_logp, sum_pi_sq, is_weight=None,
+                           zero_tail=True, eps=1e-8, by_valid_index=False):
+    """A = G - B per token; B at step k of a group = sum_i G_ik W_ik / (sum_i W_ik + eps) over the
+    group's responses that have a step k, k the padded position or (by_valid_index) the k-th valid
+    token; W_ik = sum of 1 - 2 pi + sum pi^2 (times the squared IS weight) up to that token."""
+    B, T = len(mask), len(mask[0])
+    G = discounted_returns(rewards, mask, 1.0)
+    steps = []                                        # per row: (position, G, W) of each valid token
+    for b in range(B):
+        acc, row = 0.0, {}
+        for t in range(T):
+            if mask[b][t]:
+                w = 1 - 2 * math.exp(old_logp[b][t]) + sum_pi_sq[b][t]
+                if is_weight is not None:
+                    w *= is_weight[b][t] ** 2
+                acc += w
+                k = len(row) if by_valid_index else t
+                row[k] = (t, G[b][t], acc)
+        steps.append(row)
+    out = [[0.0] * T for _ in range(B)]
+    for start in range(0, B, group_size):
+        rows = list(range(start, start + group_size))
+        lengths = [sum(1 for m in mask[b] if m) for b in rows]
+        ranked = sorted(lengths)
+        unique_longest = ranked[-1] > ranked[-2]
+        for b in rows:
+            for k, (t, g, _) in steps[b].items():
+                num = sum(steps[i][k][1] * steps[i][k][2] for i in rows if k in steps[i])
+                den = sum(steps[i][k][2] for i in rows if k in steps[i]) + eps
+                base = num / den
+                if zero_tail and unique_longest and lengths[b - start] == ranked[-1] and k >= ranked[-2]:
+                    base = 0.0
+                out[b][t] = g - base
     return out

@@ -47,6 +47,28 @@ def test_every_stated_default_is_the_one_read_from_the_installed_frameworks(inst
             assert {f"{framework} {name}" for name in names} <= logged, m.concept
 
 
+def test_every_selectable_name_read_from_the_frameworks_is_in_the_table_with_a_course_function(installed):
+    # the names each framework selects (loss modes, estimators, aggregation modes, loss types), as
+    # tests/peers/test_knobs.py read them from the installed code; KNOBS lists each one
+    stated = {}
+    for k in fw.KNOBS:
+        for framework, ss in k.settings().items():
+            for s in ss:
+                stated.setdefault(f"{framework} {s.name}", set()).update(fw.listed(s.values))
+    for key, names in installed["choices"].items():
+        assert sorted(stated[key]) == names, key
+    assert len(installed["choices"]["verl algorithm.adv_estimator"]) == 14
+    import course_lib
+    for table, names in (("verl loss_mode", "verl actor.policy_loss.loss_mode"),
+                         ("verl adv_estimator", "verl algorithm.adv_estimator"),
+                         ("verl loss_agg_mode", "verl actor.loss_agg_mode"), ("TRL loss_type", "TRL loss_type")):
+        assert sorted(fw.COURSE_FUNCTIONS[table]) == installed["choices"][names], table
+        for path in fw.COURSE_FUNCTIONS[table].values():
+            for one in path.split(" / "):
+                module, name = one.split(" ")[0].split("(")[0].split(".")
+                assert callable(getattr(getattr(course_lib, module), name)), one
+
+
 def test_the_default_check_rejects_a_wrong_default(installed):
     # planted: verl's dual-clip constant is 3.0, TRL's IS cap 3.0; a swapped or changed one fails
     assert installed["defaults"]["verl actor.clip_ratio_c"] == fw.stated_default(

@@ -28,6 +28,8 @@ SIGNATURES = {   # parameter names and defaults are part of each exercise's cont
     "overlong_penalty": "(lengths, max_len, cache_len)",
     "adaptive_kl_update": "(beta, current_kl, target_kl, n_steps, horizon)",
     "diagnose": "(curves)",
+    "dppo_tv_loss": "(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0)",
+    "reinforce_pp_advantages": "(rewards, mask, gamma=1.0)",
 }
 
 
@@ -100,7 +102,10 @@ def test_reference_solutions_agree_with_course_lib_on_random_inputs(seed):
              ("ex06_gspo", "gspo_loss", losses.gspo_loss, {}, {"eps_low": 0.05, "eps_high": 0.1}),
              ("ex07_cispo", "cispo_loss", losses.cispo_loss, {}, {"eps_high": 0.3}),
              ("ex07_cispo", "cispo_loss", losses.cispo_loss, {}, {"eps_high": 0.3, "eps_low": 0.2}),
-             ("ex08_sapo", "sapo_loss", losses.sapo_loss, {}, {"tau_pos": 1.0, "tau_neg": 1.05})]
+             ("ex08_sapo", "sapo_loss", losses.sapo_loss, {}, {"tau_pos": 1.0, "tau_neg": 1.05}),
+             ("ex14_dppo_trust_region", "dppo_tv_loss", losses.dppo_tv_loss, {}, {}),
+             ("ex14_dppo_trust_region", "dppo_tv_loss", losses.dppo_tv_loss, {},
+              {"delta_low": 0.05, "delta_high": 0.1, "trunc": 1.5})]
     for ex_id, name, lib_fn, lib_kw, kw in pairs:
         want = _value_and_grad(lib_fn, logp, old, adv, mask, **lib_kw, **kw)
         got = _value_and_grad(getattr(SOL[ex_id], name), logp, old, adv, mask, **kw)
@@ -119,6 +124,8 @@ def test_reference_solutions_agree_with_course_lib_on_random_inputs(seed):
     for gamma, lam in ((1.0, 0.95), (0.9, 0.8)):
         torch.testing.assert_close(SOL["ex10_gae"].gae(rw, vals, holes, gamma, lam),
                                    advantages.gae(rw, vals, holes, gamma=gamma, lam=lam))
+        torch.testing.assert_close(SOL["ex15_reinforce_pp"].reinforce_pp_advantages(rw, holes, gamma),
+                                   advantages.reinforce_pp_advantages(rw, holes, gamma=gamma))
     lengths = torch.randint(0, 300, (40,), generator=g)
     for max_len, cache in ((200, 50), (100, 100), (256, 1)):
         torch.testing.assert_close(SOL["ex11_overlong_penalty"].overlong_penalty(lengths, max_len, cache),
@@ -140,3 +147,13 @@ def test_judge_check_passes_for_every_exercise():
         assert len(ex.wrong_variants()) >= 3, ex.id
         for v in ex.wrong_variants():
             assert f"wrong/{v.name}" in proc.stdout
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("exercises/*/right/*.py")), ids=lambda p: f"{p.parts[-3]}/{p.name}")
+def test_a_correct_solution_written_another_way_passes(path):
+    """exercises/<id>/right/: correct solutions computed another way (loops, float64); the judge's
+    tolerances must accept them."""
+    from course_lib.judge.grading import ExerciseKit, grade_file
+    ex = EXERCISES[path.parts[-3]]
+    res = grade_file(ExerciseKit(ex), path, 60.0)
+    assert res["status"] == "passed", [c["message"] for c in res["cases"] if not c["passed"]]

@@ -73,6 +73,10 @@ _CATALOGUE = [
      "KL penalty"),
     ("ex13_diagnose_runs", "Diagnose a run from its curves", "08_reading_training_curves", 3,
      ("diagnose",), "all of it, trained"),
+    ("ex14_dppo_trust_region", "DPPO trust region on the probability", "05_ratios_and_clipping", 2,
+     ("dppo_tv_loss",), "ratio and clip"),
+    ("ex15_reinforce_pp", "REINFORCE++ returns and batch whitening", "02_group_advantages", 2,
+     ("reinforce_pp_advantages",), "advantage"),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}

@@ -132,11 +132,61 @@ def test_every_metric_name_is_logged_by_its_framework(logged_names):
     assert not logged("actor/pg_clip_fraction", logged_names["verl"])          # the check can fail
 
 
-def test_store_what_was_read(installed, logged_names):
+def _compared_constants(fn, name: str) -> list[str]:
+    """The string constants a function's source compares ``name`` (an attribute or variable) with,
+    in source order: `x == "a"`, `x in ["b", "c"]` -> ['a', 'b', 'c']."""
+    import inspect
+    import textwrap
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and ast.unparse(node.left).split(".")[-1] == name:
+            for comp in node.comparators:
+                for c in ast.walk(comp):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value not in out:
+                        out.append(c.value)
+    return out
+
+
+@pytest.fixture(scope="module")
+def selectable(openrlhf_cli):
+    """setting -> every name the installed framework selects with it, read from its code."""
+    from trl import GRPOTrainer
+    from verl.trainer.ppo import core_algos as ca
+    parser, _ = openrlhf_cli
+    return {
+        "verl actor.policy_loss.loss_mode": sorted(ca.POLICY_LOSS_REGISTRY),
+        "verl algorithm.adv_estimator": sorted(e.value for e in ca.AdvantageEstimator),
+        "verl actor.loss_agg_mode": sorted(_compared_constants(ca.agg_loss, "loss_agg_mode")),
+        "TRL loss_type": sorted(_compared_constants(GRPOTrainer._compute_loss, "loss_type")),
+        "TRL importance_sampling_level": sorted(_compared_constants(GRPOTrainer._compute_loss,
+                                                                    "importance_sampling_level")),
+        "OpenRLHF --algo.advantage.estimator": sorted(parser._option_string_actions["--algo.advantage.estimator"].choices),
+        "OpenRLHF --actor.policy_loss_type": sorted(parser._option_string_actions["--actor.policy_loss_type"].choices),
+    }
+
+
+def test_the_tables_list_every_name_each_framework_selects(selectable):
+    stated = {key: set() for key in selectable}               # a setting may appear in several rows
+    for k in fw.KNOBS:
+        for framework, ss in k.settings().items():
+            for s in ss:
+                stated.get(f"{framework} {s.name}", set()).update(fw.listed(s.values))
+    assert {key: sorted(names) for key, names in stated.items()} == selectable
+    assert len(selectable["verl actor.policy_loss.loss_mode"]) == 12 and "token-sum" in selectable[
+        "verl actor.loss_agg_mode"] and "vespo" in selectable["TRL loss_type"]        # the readers can fail
+    for key, table in (("verl actor.policy_loss.loss_mode", "verl loss_mode"),
+                       ("verl algorithm.adv_estimator", "verl adv_estimator"),
+                       ("verl actor.loss_agg_mode", "verl loss_agg_mode"), ("TRL loss_type", "TRL loss_type")):
+        assert sorted(fw.COURSE_FUNCTIONS[table]) == selectable[key], key
+
+
+def test_store_what_was_read(installed, logged_names, selectable):
     write_record("framework_defaults.json", {
         "versions": {f: importlib.metadata.version(p) for f, p in
                      {"verl": "verl", "TRL": "trl", "OpenRLHF": "openrlhf"}.items()},
         "defaults": {f"{framework} {name}": (None if value is MISSING else value)
                      for (framework, name), value in installed.items()},
+        "choices": selectable,
         "metrics": sorted(f"{framework} {name}" for m in fw.METRICS for framework, names in m.settings().items()
                           for name in names if logged(name, logged_names[framework]))})
