@@ -14,12 +14,13 @@ the other in one process:
   has the toy's shape and carries its warm-start weights (``to_gpt2``: same forward, same log-probs), a
   word-level tokenizer over the toy's 13 tokens built here, and the course's verifier as the reward.
 
-Recorded per trainer: the mean sampled reward of every step, the greedy held-out accuracy every
-``--eval-every`` steps (both measured with course_lib's greedy decoder on the same 500 held-out prompts;
-TRL's weights are copied back into a TinyGPT for it, outside the timed steps), the wall time of every
-step, and end-to-end tokens/s (response tokens sampled per second of whole steps). Printed: the ratio
-TRL / course of the median step time, and where each trainer's step time goes (the median of each
-phase over the steps without an evaluation).
+The two trainers run alternately ``--repeats`` times (each repeat learns the same, both are deterministic
+on one thread). Recorded per trainer: the mean sampled reward of every step, the greedy held-out accuracy
+every ``--eval-every`` steps (both measured with course_lib's greedy decoder on the same 500 held-out
+prompts; TRL's weights are copied back into a TinyGPT for it, outside the timed steps), the wall time of
+every step and of each phase of it, and end-to-end tokens/s (response tokens sampled per second of whole
+steps). Printed: the ratio TRL / course of the median step time, per repeat and over all repeats, of the
+10th percentile too (a busy machine only slows steps down), and where each trainer's step time goes.
 """
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def run_trl(cfg, state: dict) -> dict:
     held = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout")
     tiny = build_model(cfg)
     out = {"reward": [], "heldout": [], "step_s": [], "tokens": [], "eval_steps": []}
-    phases = {"sample": [], "score": [], "loss forward": [], "backward": []}       # per step, seconds
+    phases = {"sample": [], "score": [], "loss forward": [], "backward + optimiser": []}   # per step, seconds
 
     def evaluate(model):
         tiny.load_state_dict(to_tiny(model, cfg, state))
@@ -232,6 +233,12 @@ def run_trl(cfg, state: dict) -> dict:
                 out["eval_steps"].append(st.global_step)
                 eval_s[-1] = time.perf_counter() - t0
 
+        def on_pre_optimizer_step(self, args, st, control, **kw):     # gradient clipping and the step
+            self.t_opt = time.perf_counter()
+
+        def on_optimizer_step(self, args, st, control, **kw):
+            phases["backward + optimiser"][-1] += time.perf_counter() - self.t_opt
+
         def on_train_end(self, args, st, control, **kw):
             begin.append(time.perf_counter())
 
@@ -243,11 +250,11 @@ def run_trl(cfg, state: dict) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         trainer = trl_trainer(cfg, state, cfg.steps, tmp, callbacks=[Clock()])
         # where a step's time goes: generation, scoring (decoding, rewards, advantages, padding, metrics),
-        # the loss's forward, its backward; "other": the optimiser and the Trainer's own bookkeeping
+        # the loss's forward, its backward and the optimiser; "other": the Trainer's own bookkeeping
         trainer._generate_single_turn = _timed(trainer._generate_single_turn, phases, "sample")
         trainer._generate_and_score_completions = _timed(trainer._generate_and_score_completions, phases, "score")
         trainer.compute_loss = _timed(trainer.compute_loss, phases, "loss forward")
-        trainer.accelerator.backward = _timed(trainer.accelerator.backward, phases, "backward")
+        trainer.accelerator.backward = _timed(trainer.accelerator.backward, phases, "backward + optimiser")
         out["heldout"].append((0, evaluate(trainer.model)))
         trainer.train()
     out["step_s"] = [b - a - e for a, b, e in zip(begin, begin[1:], eval_s)]
@@ -257,15 +264,24 @@ def run_trl(cfg, state: dict) -> dict:
     return out
 
 
-def summary(run: dict) -> dict:
-    """Median and mean step time and tokens/s end to end over the steps after the first (it carries
-    set-up) that hold no evaluation (the course's trainer evaluates inside its step)."""
-    timed = [i for i in range(1, len(run["step_s"])) if i + 1 not in run["eval_steps"]]   # no evaluation in it
-    s, tok = [run["step_s"][i] for i in timed], [run["tokens"][i] for i in timed]
-    return {"median_step_s": statistics.median(s), "mean_step_s": statistics.fmean(s), "timed_steps": len(timed),
-            "median_phase_s": {k: statistics.median(v[i] for i in timed) for k, v in run["phases"].items()},
-            "tokens_per_s": sum(tok) / sum(s), "final_heldout": run["heldout"][-1][1],
-            "start_heldout": run["heldout"][0][1], "mean_reward_last10": statistics.fmean(run["reward"][-10:])}
+def _timed_steps(run: dict) -> list[int]:
+    """Indices of the steps after the first (it carries set-up) that hold no evaluation (the course's
+    trainer evaluates inside its step)."""
+    return [i for i in range(1, len(run["step_s"])) if i + 1 not in run["eval_steps"]]
+
+
+def summary(runs: list) -> dict:
+    """Step time (median and 10th percentile: a loaded machine only ever slows a step down), the median
+    of each phase, and tokens/s end to end, over the timed steps of one or more runs of one trainer."""
+    steps = [(run, i) for run in runs for i in _timed_steps(run)]
+    s = [run["step_s"][i] for run, i in steps]
+    tok = [run["tokens"][i] for run, i in steps]
+    first = runs[0]
+    return {"median_step_s": statistics.median(s), "p10_step_s": statistics.quantiles(s, n=10)[0],
+            "timed_steps": len(s),
+            "median_phase_s": {k: statistics.median(run["phases"][k][i] for run, i in steps) for k in first["phases"]},
+            "tokens_per_s": sum(tok) / sum(s), "final_heldout": first["heldout"][-1][1],
+            "start_heldout": first["heldout"][0][1], "mean_reward_last10": statistics.fmean(first["reward"][-10:])}
 
 
 def environment(threads: int) -> dict:
@@ -297,16 +313,15 @@ def main(argv=None) -> None:
     state, warm_s = warm_start(cfg)
     print(f"{env['date']}: {env['machine']}, {env['cpus']} CPUs, {a.threads} thread(s), torch {env['torch']}, "
           f"TRL {env['trl']}; load average {env['load_average_start']}; warm start {warm_s:.1f} s", flush=True)
-    runs, repeats = {}, []
+    runs, repeats = {"course": [], "TRL": []}, []
     for rep in range(a.repeats):                     # the two trainers alternate: both see the same load
         pair = {}
         for name, fn in (("course", lambda: run_course(cfg)), ("TRL", lambda: run_trl(cfg, state))):
             t0 = time.perf_counter()
             run = fn()
             run["wall_s"] = time.perf_counter() - t0
-            run["summary"] = s = summary(run)
-            pair[name] = s
-            runs.setdefault(name, run)               # the curves: the first repeat's (the others repeat them)
+            runs[name].append(run)
+            pair[name] = s = summary([run])
             ph = ", ".join(f"{k} {v:.4f}" for k, v in s["median_phase_s"].items())
             print(f"[{rep + 1}/{a.repeats}] {name:>6}: {a.steps} steps in {run['wall_s']:.1f} s; median step "
                   f"{s['median_step_s']:.4f} s ({ph}), {s['tokens_per_s']:,.0f} tok/s end to end; greedy "
@@ -315,12 +330,23 @@ def main(argv=None) -> None:
         pair["load_average"] = round(os.getloadavg()[0], 2)
         repeats.append(pair)
         print(f"[{rep + 1}/{a.repeats}] TRL / course, median step time: {pair['ratio']:.2f}x", flush=True)
-    ratio = statistics.median(p["ratio"] for p in repeats)
-    print(f"median over {a.repeats} repeat(s): {ratio:.2f}x")
+    pooled = {name: summary(rs) for name, rs in runs.items()}
+    ratio = pooled["TRL"]["median_step_s"] / pooled["course"]["median_step_s"]
+    ratio_p10 = pooled["TRL"]["p10_step_s"] / pooled["course"]["p10_step_s"]
+    for name, s in pooled.items():
+        print(f"{name:>6}, all {a.repeats} repeats: median step {s['median_step_s']:.4f} s, 10th percentile "
+              f"{s['p10_step_s']:.4f} s; " + ", ".join(f"{k} {v:.4f}" for k, v in s["median_phase_s"].items()))
+    print(f"TRL / course over all repeats: median step {ratio:.2f}x, 10th percentile {ratio_p10:.2f}x")
+    for name, rs in runs.items():                    # the curves: the first run (the others repeat it)
+        curves = rs[0]
+        assert all(r["heldout"] == curves["heldout"] for r in rs), f"{name}: repeats learned differently"
+        runs[name] = {**curves, "summary": pooled[name],
+                      "step_s_all": [r["step_s"] for r in rs], "phases_all": [r["phases"] for r in rs]}
     env["load_average_end"] = round(os.getloadavg()[0], 2)
     record = {"config": config_record(cfg), "trl_config": fw.trl_text(cfg),
               "trl_machine": {k: v for k, v in MACHINE.items()}, "environment": env,
-              "warm_start_s": warm_s, "runs": runs, "repeats": repeats, "step_time_ratio": ratio}
+              "warm_start_s": warm_s, "runs": runs, "repeats": repeats, "step_time_ratio": ratio,
+              "step_time_ratio_p10": ratio_p10}
     with open(a.out, "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")

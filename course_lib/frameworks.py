@@ -761,7 +761,7 @@ def comparison_text(comp, base, framework: str) -> str:
 # ----------------------------------------------------------------------------------------------
 # the toy trained by TRL's GRPOTrainer (benchmarks/trl_toy.py; tests/peers/test_trl_toy.py)
 # ----------------------------------------------------------------------------------------------
-TRL_RUN_KEYS = {"config", "trl_config", "environment", "runs", "repeats", "step_time_ratio"}
+TRL_RUN_KEYS = {"config", "trl_config", "environment", "runs", "repeats", "step_time_ratio", "step_time_ratio_p10"}
 
 
 def load_trl_run(path) -> dict:
@@ -777,14 +777,19 @@ def load_trl_run(path) -> dict:
     return data
 
 
+TRL_RUN_PHASES = ("sample", "pi_old + pi_ref", "score", "loss forward", "backward + optimiser", "other")
+
+
 def trl_run_table(record) -> str:
-    """Both trainers side by side: median step time and its phases, tokens/s, greedy accuracy."""
+    """Both trainers side by side, over every timed step of every repeat: the step time's median and 10th
+    percentile, tokens/s end to end, greedy accuracy before and after; then the median of each phase of a
+    step ("-": the trainer has no such phase)."""
     from .display import table
-    rows = []
-    for name in ("course", "TRL"):
-        s = record["runs"][name]["summary"]
-        phases = ", ".join(f"{k} {1e3 * v:.0f}" for k, v in s["median_phase_s"].items())
-        rows.append([name, 1e3 * s["median_step_s"], phases, s["tokens_per_s"],
-                     f"{s['start_heldout']:.3f} -> {s['final_heldout']:.3f}"])
-    return table(rows, ["trainer", "ms / step (median)", "of which (ms, medians)", "tokens/s",
-                        "greedy held-out"], ["s", ".1f", "s", ",.0f", "s"])
+    runs = {name: record["runs"][name]["summary"] for name in ("course", "TRL")}
+    rows = [[name, s["timed_steps"], 1e3 * s["median_step_s"], 1e3 * s["p10_step_s"], s["tokens_per_s"],
+             f"{s['start_heldout']:.3f} -> {s['final_heldout']:.3f}"] for name, s in runs.items()]
+    head = table(rows, ["trainer", "timed steps", "ms / step: median", "10th percentile", "tokens/s",
+                        "greedy held-out"], ["s", "d", ".1f", ".1f", ",.0f", "s"])
+    phases = [[p] + [f"{1e3 * s['median_phase_s'][p]:.1f}" if p in s["median_phase_s"] else "-"
+                     for s in runs.values()] for p in TRL_RUN_PHASES]
+    return head + "\n\n" + table(phases, ["phase (median ms)", "course", "TRL"], ["s", "s", "s"])

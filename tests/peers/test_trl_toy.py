@@ -143,3 +143,20 @@ def test_record(state):
         write_record("trl_first_step.json", {"trl": trl.__version__, "transformers": transformers.__version__,
                                              "torch": torch.__version__, "batch": f"{P} prompts x G = {G}",
                                              "tolerance": TOL, "cases": RESULTS})
+
+
+def test_verls_trainer_has_no_rollout_that_runs_here():
+    """Why verl's trainer runs no step here: its rollout is an inference server, vLLM, SGLang or
+    TensorRT-LLM, and none of the three engines is installed; the in-package transformers sampler
+    (HFRollout) is not registered, and the config accepts only the async (server) mode."""
+    pytest.importorskip("verl", reason=REASON)
+    from verl.workers.config import RolloutConfig
+    from verl.workers.rollout.base import _ROLLOUT_REGISTRY, get_rollout_class
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+    assert sorted(_ROLLOUT_REGISTRY) == [("sglang", "async"), ("trtllm", "async"), ("vllm", "async")]
+    assert sorted(RolloutReplicaRegistry._registry) == ["sglang", "trtllm", "vllm"]
+    with pytest.raises(AssertionError, match="Rollout hf with mode async not found"):
+        get_rollout_class("hf", "async")
+    with pytest.raises(ValueError, match="sync' has been removed"):
+        RolloutConfig(name="hf", mode="sync")
+    assert all(importlib.util.find_spec(engine) is None for engine in ("vllm", "sglang", "tensorrt_llm"))
