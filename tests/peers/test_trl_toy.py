@@ -9,7 +9,8 @@ advantages, and GRPOTrainer.compute_loss gives the loss of the GPT-2 copy of the
 GRPOConfig(**frameworks.to_trl(cfg)). The course's side is the toy trainer's own first step
 (trainer.targets, trainer.policy_loss) on the TinyGPT with the same weights, with TRL's one convention
 that differs: the std in the advantage's denominator plus 1e-4 (course_lib's default 1e-6). Both in
-float32 (TRL's log-probs are float32 whatever the model's dtype). A planted bug (the advantage's sign, another aggregation) must break the agreement.
+float32 (TRL's log-probs are float32 whatever the model's dtype). A planted bug (the advantage's sign,
+another aggregation) must break the agreement. And the facts that keep verl's trainer from a step here.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from course_lib.toy.config import make_config                               # no
 from course_lib.toy.task import PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
 from course_lib.toy.trainer import Batch, build_model, loss_setup, policy_loss, targets, warm_start   # noqa: E402
 
-spec = importlib.util.spec_from_file_location("trl_toy", Path(__file__).resolve().parents[2] / "benchmarks" / "trl_toy.py")
+spec = importlib.util.spec_from_file_location("trl_toy",
+                                              Path(__file__).resolve().parents[2] / "benchmarks" / "trl_toy.py")
 trl_toy = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(trl_toy)
 
