@@ -17,8 +17,10 @@ and TRL's GRPOTrainer loss code against course_lib).
 from __future__ import annotations
 
 import ast
+import html
 import inspect
 import json
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -372,6 +374,14 @@ def stated_default(s: Setting):
         raise ValueError(f"{s.name}: default {s.default!r} is not a Python literal") from e
 
 
+def breakable(md: str) -> str:
+    """Markdown with each `code span` as <code> that may wrap after a '.' or '_' (a <wbr>, which adds no
+    character: a copied name stays whole), so that the tables' long setting names fit a narrow column."""
+    def code(m):
+        return "<code>" + re.sub(r"([._])", r"\1<wbr>", html.escape(m.group(1), quote=False)) + "</code>"
+    return re.sub(r"`([^`]+)`", code, md)
+
+
 def _header(first: str) -> list[str]:
     cols = " | ".join(f"{f} {VERSIONS[f]}" for f in FRAMEWORKS)
     return [f"| {first} | {cols} | chapter |", "|---|---|---|---|---|"]
@@ -381,7 +391,7 @@ def knob_table_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
     """The knob table as Markdown: concept, the three frameworks' settings (each column names the
     version it was checked against), the chapter."""
     def cell(settings):
-        return "<br>".join(s.markdown() for s in settings) or "—"
+        return breakable("<br>".join(s.markdown() for s in settings)) or "—"
     lines = _header("concept")
     for k in knobs:
         lines.append(f"| {k.concept} | {cell(k.verl)} | {cell(k.trl)} | {cell(k.openrlhf)} | "
@@ -392,7 +402,7 @@ def knob_table_markdown(knobs: Sequence[Knob] = KNOBS) -> str:
 def metrics_table_markdown(monitors: Sequence[Monitor] = METRICS) -> str:
     """Each monitor of the course and the names the frameworks log it under, as Markdown."""
     def cell(names):
-        return "<br>".join(f"`{n}`" for n in names) or "—"
+        return breakable("<br>".join(f"`{n}`" for n in names)) or "—"
     lines = _header("monitor")
     for m in monitors:
         lines.append(f"| {m.concept} | {cell(m.verl)} | {cell(m.trl)} | {cell(m.openrlhf)} | "
@@ -570,6 +580,19 @@ def _mismatch_note(cfg) -> list:
     return []
 
 
+def _trl_optimiser(cfg) -> list:
+    """The toy's optimiser in transformers' TrainingArguments (which GRPOConfig extends): AdamW with
+    betas (0.9, 0.99), no weight decay, the gradient clipped at grad_clip, a linear warm-up, then a
+    constant or cosine learning rate (left at their defaults, TRL would decay it linearly to 0)."""
+    out = [("lr_scheduler_type", "constant_with_warmup" if cfg.lr_schedule == "constant" else "cosine_with_min_lr",
+            ""),
+           ("warmup_steps", cfg.warmup_steps,
+            "optimiser steps; TRL's warm-up starts at lr 0, the toy's at lr / warmup_steps")]
+    if cfg.lr_schedule == "cosine":
+        out.append(("lr_scheduler_kwargs", {"min_lr": cfg.lr_min}, ""))
+    return out + [("adam_beta2", 0.99, ""), ("weight_decay", 0.0, ""), ("max_grad_norm", cfg.grad_clip, "")]
+
+
 def to_trl(cfg) -> list[tuple[str, object, str]]:
     """A ToyConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
     note only (no TRL setting does it).
@@ -594,6 +617,7 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
            ("temperature", cfg.temperature, ""),
            ("learning_rate", cfg.lr, ""),
            ("scale_rewards", "group" if k["std_scaling"] else "none", "")]
+    out += _trl_optimiser(cfg)
     if cfg.adv_estimator == "rloo":
         out.append(("# RLOOTrainer", None, "TRL's RLOO is its own trainer with a sequence-level ratio"))
     if loss in ("cispo", "sapo"):
@@ -861,3 +885,40 @@ def comparison_text(comp, base, framework: str) -> str:
         out.append(f"  {label}:")
         out += [f"    {line(*r)}" for r in rows] or ["    (nothing else)"]
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# the toy trained by TRL's GRPOTrainer (benchmarks/trl_toy.py; tests/peers/test_trl_toy.py)
+# ----------------------------------------------------------------------------------------------
+TRL_RUN_KEYS = {"config", "trl_config", "environment", "runs", "repeats", "step_time_ratio", "step_time_ratio_p10"}
+
+
+def load_trl_run(path) -> dict:
+    """Read benchmarks/trl_toy.py's stored run -> its record, with ``toy_config`` (the ToyConfig both
+    trainers ran) added. Per trainer (``runs["course"]``, ``runs["TRL"]``): the sampled reward of every
+    step, the greedy held-out accuracy [(step, acc)], the wall time of every step, and a summary."""
+    from .toy.config import ToyConfig
+    with open(path) as f:
+        data = json.load(f)
+    if not TRL_RUN_KEYS <= set(data) or set(data["runs"]) != {"course", "TRL"}:
+        raise ValueError(f"{path} is not a record of benchmarks/trl_toy.py (needs {sorted(TRL_RUN_KEYS)})")
+    data["toy_config"] = ToyConfig(**data["config"])
+    return data
+
+
+TRL_RUN_PHASES = ("sample", "pi_old + pi_ref", "score", "loss forward", "backward + optimiser", "other")
+
+
+def trl_run_table(record) -> str:
+    """Both trainers side by side, over every timed step of every repeat: the step time's median and 10th
+    percentile, tokens/s end to end, greedy accuracy before and after; then the median of each phase of a
+    step ("-": the trainer has no such phase)."""
+    from .display import table
+    runs = {name: record["runs"][name]["summary"] for name in ("course", "TRL")}
+    rows = [[name, s["timed_steps"], 1e3 * s["median_step_s"], 1e3 * s["p10_step_s"], s["tokens_per_s"],
+             f"{s['start_heldout']:.3f} -> {s['final_heldout']:.3f}"] for name, s in runs.items()]
+    head = table(rows, ["trainer", "timed steps", "ms / step: median", "10th percentile", "tokens/s",
+                        "greedy held-out"], ["s", "d", ".1f", ".1f", ",.0f", "s"])
+    phases = [[p] + [f"{1e3 * s['median_phase_s'][p]:.1f}" if p in s["median_phase_s"] else "-"
+                     for s in runs.values()] for p in TRL_RUN_PHASES]
+    return head + "\n\n" + table(phases, ["phase (median ms)", "course", "TRL"], ["s", "s", "s"])

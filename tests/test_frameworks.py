@@ -97,6 +97,18 @@ def test_knob_table_covers_the_course_concepts_and_renders_one_row_each():
         assert fact in notes, fact
 
 
+def test_knob_and_metric_tables_let_long_names_wrap_and_copy_whole():
+    # the tables must fit chapter 09's column at 1366 px (checked in chromium: 914 of 934 px with the
+    # file browser open); a setting name breaks only at a <wbr> after '.' or '_', hyphenated values at '-'
+    for md in (fw.knob_table_markdown(), fw.metrics_table_markdown()):
+        codes = re.findall(r"<code>(.*?)</code>", md)
+        assert codes and "`" not in md
+        pieces = [part for c in codes for part in c.split("<wbr>") for part in part.split("-")]
+        assert max(map(len, pieces)) <= 20, max(pieces, key=len)
+    whole = re.sub("<wbr>", "", fw.knob_table_markdown())
+    assert "<code>actor_rollout_ref.rollout.calculate_log_probs</code>" in whole
+
+
 # ---- normalisers ------------------------------------------------------------------------------
 LENGTHS = [1, 3, 2, 6]
 

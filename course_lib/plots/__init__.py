@@ -9,7 +9,7 @@ and a Figure for a slider panel. Presentation only.
     kl           chapter 04: the estimators, the drift experiment, their gradients, the controller
     ratios       chapter 05: c(r, A) of every loss, GSPO's drop-out, SAPO's gate
     mismatch     chapter 06: TIS / MIS, the cap C, token vs sequence level, stale samplers
-    frameworks   chapter 09: each framework's normaliser on one batch
+    frameworks   chapter 09: each framework's normaliser on one batch, the toy trained by TRL
     common       what several of them draw with
 
 Every name is importable from ``course_lib.plots`` itself (``plots.course_map()``).
@@ -75,4 +75,5 @@ from .mismatch import (  # noqa: F401
 )
 from .frameworks import (  # noqa: F401
     normaliser_view,
+    trl_side_by_side_plot,
 )

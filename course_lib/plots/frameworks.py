@@ -1,4 +1,4 @@
-"""Chapter 09's figures: each framework's default normaliser on one batch."""
+"""Chapter 09's figures: each framework's default normaliser on one batch; the toy trained by TRL."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -46,3 +46,26 @@ def normaliser_view(lengths: Sequence[int], *, micro_batches: int = 2, max_len: 
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=10, frameon=False)
     fig.tight_layout()
     return text_and_figure(head, body, fig)
+
+
+def trl_side_by_side_plot(record, smooth: int = 5) -> plt.Figure:
+    """The same run by the course's trainer and by TRL's GRPOTrainer (a ``frameworks.load_trl_run``
+    record): the sampled reward per step (a ``smooth``-step running mean) and the greedy held-out
+    accuracy, against the RL step."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    for name, style in (("course", "-"), ("TRL", "--")):
+        run = record["runs"][name]
+        r = torch.tensor(run["reward"])
+        k = torch.ones(smooth) / smooth
+        mean = torch.nn.functional.conv1d(r.view(1, 1, -1), k.view(1, 1, -1)).view(-1)      # [steps - smooth + 1]
+        axes[0].plot(range(smooth, len(r) + 1), mean.tolist(), style, label=name)
+        steps, acc = zip(*run["heldout"])
+        axes[1].plot(steps, acc, style, marker="o", ms=3, label=name)
+    axes[0].set_ylabel(f"sampled reward ({smooth}-step mean)", fontsize=11)
+    axes[1].set_ylabel("greedy held-out accuracy", fontsize=11)
+    for ax in axes:
+        ax.set_xlabel("RL step", fontsize=11)
+        ax.tick_params(labelsize=10)
+        ax.legend(fontsize=10, frameon=False)
+    fig.tight_layout()
+    return fig
