@@ -2,11 +2,13 @@
 
     python benchmarks/toy_results.py                       # chapter 07's comparisons, seeds 0 1 2, 200 steps
     python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
-    python benchmarks/toy_results.py --only gallery                                  # chapter 08
+    python benchmarks/toy_results.py --only gallery gallery_probes gallery_from_start    # chapter 08
     python benchmarks/toy_results.py --only diagnosis_heldout --out course_lib/judge/data   # exercise 13
+    python benchmarks/toy_results.py --only gallery --fingerprints    # recompute fingerprints, train nothing
 
 Each comparison stores its own seeds and steps (``Comparison.seeds`` / ``steps``: chapter 07's 0 1 2 and
-200, chapter 08's gallery 150 steps, exercise 13's held-out runs seeds 3 4); --seeds and --steps override.
+200, chapter 08's gallery 240 steps, its probes 150, exercise 13's held-out runs seed 3 and 240 steps);
+--seeds and --steps override.
 
 Writes notebooks/data/toy_<comparison>.json, which the notebook loads and labels as precomputed, with
 each label's fingerprint (``course_lib.toy.fingerprint``: its first seed's first steps in float64),
@@ -97,8 +99,24 @@ def main(argv=None) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=os.path.join("notebooks", "data"))
     p.add_argument("--rerun", action="store_true", help="train every run, even one already stored")
+    p.add_argument("--fingerprints", action="store_true",
+                   help="recompute the stored files' fingerprints only (after a change to the fingerprint "
+                        "itself, not to what a config does); trains nothing")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
+    if a.fingerprints:
+        from course_lib.toy.config import ToyConfig
+        from course_lib.toy.fingerprint import fingerprint
+        for name in a.only:
+            path = os.path.join(a.out, f"toy_{name}.json")
+            with open(path) as f:
+                raw = json.load(f)
+            raw["meta"]["fingerprints"] = {label: fingerprint(ToyConfig(**hists[0]["config"]))
+                                           for label, hists in raw["runs"].items()}
+            with open(path, "w") as f:
+                json.dump(raw, f, separators=(",", ":"))
+            print(f"{path}: {len(raw['runs'])} fingerprints recomputed", flush=True)
+        return
 
     def seeds_of(name):
         return list(a.seeds) if a.seeds is not None else list(COMPARISONS[name].seeds)

@@ -144,7 +144,7 @@ def diagnose(history):
     n = max(len(per_token) // 3, 1)
     p0, p1 = statistics.median(per_token[:n]), statistics.median(per_token[-n:])
     if min(p0, p1) > 0.005 and 0.6 < p1 / p0 < 1.6:
-        return "length_blowup"            # the gap is a fixed amount per token: a length term
+        return "length_reward"            # the gap is a fixed amount per token: a length term
     if p1 > 0.01 and p1 > 3 * max(p0, 0.002):
         return "reward_hacking"
     if _third(h, "kl/ref", "last") > 1.0 and _third(h, "acc/sampled", "last") < 0.1:
@@ -164,7 +164,7 @@ def diagnose(curves):
     if cfg.get("temperature", 1.0) < 0.6:
         return "low_temperature"
     if cfg.get("length_bonus"):
-        return "length_blowup"
+        return "length_reward"
     if cfg.get("mismatch") == "stale":
         return "stale_sampler"
     if cfg.get("verifier") == "contains":

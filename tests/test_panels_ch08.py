@@ -17,28 +17,29 @@ def panel():
     return gallery_panel({n: [diagnosis.with_reward_gap(h) for h in hs] for n, hs in runs.items()})
 
 
-def test_every_control_moves_and_the_plot_shows_healthy_failure_and_fix(panel):
+def test_every_control_moves_and_the_plot_shows_healthy_failure_and_fixes(panel):
     for name, control in panel.controls.items():
         for value in control.values():
             text, fig = panel.update(**{name: value})
             f = diagnosis.FAILURE[panel.values["failure"]]
-            n_runs = 3 if f.fix is not None else 2
-            assert len(fig.axes) == 1 and len(fig.axes[0].lines) == n_runs * 4     # 3 seeds + mean each
+            n_runs = 2 + len(f.fixes or {})
+            assert len(fig.axes) == 1 and len(fig.axes[0].lines) == n_runs * 4 + 1    # 3 seeds + mean each, onset
             assert f.cause in text and panel.values["monitor"] in text
+            assert f"from step {diagnosis.ONSETS[f.label]}" in text
             plt.close(fig)
 
 
-def test_the_panel_reports_the_departure_steps_of_section_2(panel):
-    cases = {("stale_sampler", "mismatch/abs_logratio_p99"): "leaves the healthy band at step 2",
-             ("kl_runaway", "kl/ref"): "leaves the healthy band at step 6",
-             ("reward_hacking", "reward/mean"): "stays inside the healthy band",
-             ("no_signal", "len/correct"): "too few to tell"}
+def test_the_panel_reports_each_seeds_departure_step_of_section_2(panel):
+    cases = {("stale_sampler", "mismatch/abs_logratio_p99"): "at step 72 / 72 / 72 (seeds 0 / 1 / 2",
+             ("kl_runaway", "kl/ref"): "at step 60 / 70 / 60",
+             ("reward_hacking", "reward/mean"): "at step - / - / -",
+             ("low_temperature", "entropy/t1"): "at step 136 / 134 / 154"}
     for (failure, monitor), want in cases.items():
         text, fig = panel.update(failure=failure, monitor=monitor, smooth=3)
         plt.close(fig)
         assert want in text, (failure, monitor, text)
-    text, fig = panel.update(failure="stale_sampler", monitor="mismatch/abs_logratio_p99")
+    text, fig = panel.update(failure="kl_runaway", monitor="kl/ref")
     plt.close(fig)
-    assert "stale 4 + TIS" in text and "3.51 / 9.71 / 3.2" in text          # per-seed ends of the run
+    assert "lr 5e-3 + KL 0.3" in text and "3.33 / 5.96 / 6.82" in text          # per-seed ends of the run
     with pytest.raises(ValueError, match="failure must be one of"):
         panel.update(failure="healthy")

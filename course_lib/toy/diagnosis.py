@@ -33,7 +33,8 @@ LABELS: dict[str, str] = {
     "healthy": "reward and held-out accuracy rise; entropy and KL move slowly",
     "low_temperature": "the entropy at the sampling temperature drops while the entropy at T = 1 does "
                        "not; groups stop disagreeing; held-out accuracy stalls",
-    "length_blowup": "a gap opens between reward and exact accuracy; wrong answers grow to the budget",
+    "length_reward": "a reward term pays per token: a gap opens at once between reward and exact "
+                     "accuracy, in proportion to the responses' length",
     "stale_sampler": "the sampler's log-probs disagree with the learner's (ratio tail); accuracy falls",
     "kl_runaway": "KL to the reference climbs fast while reward and accuracy fall",
     "reward_hacking": "the reward holds while the exact accuracy falls: the gap opens",
@@ -79,7 +80,7 @@ FAILURES: tuple[Failure, ...] = (
     Failure("low_temperature", dict(temperature=0.25), "entropy/mean",
             "the sampling temperature dropped to 0.25: the groups' answers become nearly identical, so "
             "few groups carry signal", "sample at T = 1.0 (the healthy run)"),
-    Failure("length_blowup", dict(length_bonus=0.05), REWARD_GAP,
+    Failure("length_reward", dict(length_bonus=0.05), REWARD_GAP,
             "a reward of 0.05 per token switched on; the group std turns the small length differences "
             "inside all-wrong groups into full-size advantages",
             "drop the length term (the healthy run), or do not divide by the group std",
@@ -163,9 +164,9 @@ _HELDOUT_SPEC = (
     ("low_temperature", {}, (dict(temperature=0.2),)),
     ("low_temperature", {}, (dict(temperature=0.3),)),
     ("low_temperature", dict(loss="dapo"), (dict(temperature=0.35),)),
-    ("length_blowup", {}, (dict(length_bonus=0.02),)),
-    ("length_blowup", {}, (dict(length_bonus=0.1),)),
-    ("length_blowup", dict(loss="dapo"), (dict(length_bonus=0.05),)),
+    ("length_reward", {}, (dict(length_bonus=0.02),)),
+    ("length_reward", {}, (dict(length_bonus=0.1),)),
+    ("length_reward", dict(loss="dapo"), (dict(length_bonus=0.05),)),
     ("stale_sampler", {}, (dict(mismatch="stale", stale_steps=2),)),
     ("stale_sampler", {}, (dict(mismatch="stale", stale_steps=8),)),
     ("stale_sampler", dict(loss="ppo"), (dict(mismatch="stale", stale_steps=4),)),
@@ -228,7 +229,21 @@ PROBES = Comparison(
               "16 updates, clip 0.2 / 0.2": _SIXTEEN,
               "16 updates, clip 0.2 / 0.05": dict(_SIXTEEN, eps_high=0.05)})
 
-RUN_SETS = {"gallery": GALLERY, "gallery_probes": PROBES, "diagnosis_heldout": HELDOUT}
+# Two of the gallery's changes made from step 0, where the warm-started policy gets about a quarter of its
+# samples right (many groups all wrong), against the same changes mid-run; with the one-knob fix.
+FROM_START = Comparison(
+    claim="A length term or a lenient verifier switched on at step 0 takes the accuracy down within 150 "
+          "steps; the same change mid-run (the gallery) had not done so 170 steps after its onset.",
+    metric="acc/heldout",
+    keys=("acc/heldout", "len/wrong", "reward/mean", "acc/sampled"),
+    base=dict(SIZE),
+    steps=150,
+    variants={"length bonus from step 0": dict(length_bonus=0.05),
+              "length bonus from step 0, no std division": dict(length_bonus=0.05, std_scaling=False),
+              "lenient verifier from step 0": dict(verifier="contains")})
+
+RUN_SETS = {"gallery": GALLERY, "gallery_probes": PROBES, "gallery_from_start": FROM_START,
+            "diagnosis_heldout": HELDOUT}
 
 
 def heldout_labels() -> dict:

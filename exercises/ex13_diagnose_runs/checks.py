@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "notebooks" / "data" / "toy_gallery.json"
 HELDOUT = ROOT / "course_lib" / "judge" / "data" / "toy_diagnosis_heldout.json"
 BAR = 0.8            # share of runs right
-SHORT = {"low_temperature": "cold", "length_blowup": "length", "stale_sampler": "stale",
+SHORT = {"low_temperature": "cold", "length_reward": "length", "stale_sampler": "stale",
          "kl_runaway": "kl", "reward_hacking": "hacking"}     # column heads of the confusion table
 LABEL_BAR = 0.5      # and at least this share right within every label
 

@@ -4,7 +4,7 @@ Before a failure's onset every monitor looks healthy, so each detector asks "fro
 this sign hold?", never "what is the value at the end?"."""
 from course_lib.toy.diagnosis import Curves
 
-LABELS = ("healthy", "low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
+LABELS = ("healthy", "low_temperature", "length_reward", "stale_sampler", "kl_runaway",
           "reward_hacking", "no_signal")
 GAP = "reward - acc/sampled"
 
@@ -36,16 +36,17 @@ def diagnose(curves: Curves) -> str:
     found["no_signal"] = first_step(*c.series("groups/zero_signal_frac"), lambda v: v > 0.9)
     # KL to the reference far above a healthy run's (a third of a nat)
     found["kl_runaway"] = first_step(*c.series("kl/ref"), lambda v: v > 1.0)
-    # the reward pays for something besides the exact answer: a gap that stays open
+    # the reward pays for something besides the exact answer: with an exact 0/1 verifier and no
+    # shaping the gap is exactly 0, so any gap that keeps coming back is a sign
     steps, gaps = c.series(GAP)
-    opened = first_step(steps, gaps, lambda v: v > 0.003)
+    opened = next((s for i, s in enumerate(steps) if gaps[i] > 0 and sum(g > 0 for g in gaps[i:i + 10]) >= 5), None)
     if opened is not None:
         # a reward term per token makes the gap a fixed multiple of the length; a lenient verifier
         # does not: compare the gap per token over the rows after it opened
         _, per_token = ratio(c, GAP, "len/all")
         after = [v for s, v in zip(steps, per_token) if s >= opened][:10]
-        steady = max(after) - min(after) < 0.2 * max(after)
-        found["length_blowup" if steady else "reward_hacking"] = opened
+        steady = min(after) > 0 and max(after) - min(after) < 0.2 * max(after)
+        found["length_reward" if steady else "reward_hacking"] = opened
     fired = {label: step for label, step in found.items() if step is not None}
     if not fired:
         return "healthy"

@@ -1,7 +1,7 @@
 """ex13: diagnose a run from its curves. Fill in the body; run `python judge.py test ex13`."""
 from course_lib.toy.diagnosis import Curves
 
-LABELS = ("healthy", "low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
+LABELS = ("healthy", "low_temperature", "length_reward", "stale_sampler", "kl_runaway",
           "reward_hacking", "no_signal")
 
 

