@@ -98,7 +98,8 @@ def gae(rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float = 1.0,
         lam: float = 0.95) -> tuple[Tensor, Tensor]:
     """Generalised advantage estimation. rewards, values, mask [B, T] -> (adv, returns) [B, T].
 
-    delta_t = r_t + gamma * V_{t+1} - V_t,  A_t = delta_t + gamma * lam * A_{t+1}, returns = A + V.
+    delta_t = R_t + gamma * V_{t+1} - V_t,  A_t = delta_t + gamma * lam * A_{t+1}, returns = A + V
+    (R_t: the reward of token t; r is the ratio throughout the course).
     Nothing is bootstrapped past the last valid token of a row (V and A after it count as 0), and
     padded positions carry the running values through unchanged (verl's form), so a masked
     position inside a response (a tool output) is skipped rather than treated as an end.

@@ -34,6 +34,37 @@ def install_vendor(out: Path) -> None:
                     "--silent", *NPM_PACKAGES], check=True)
 
 
+# Without a kernel a saved slider could still be dragged while its output stays the same: on these pages
+# every widget control is inert (no pointer, no key reaches it) and a note at the top says so.
+STATIC_NOTE = (
+    '<div class="course-static-note" style="margin: 8px auto; max-width: 1000px; padding: 6px 10px; '
+    'border: 1px solid #c9b458; background: #fff8dc; font-family: sans-serif">Offline edition: the '
+    'sliders show the values the chapter was run with and do not move; open the notebook in JupyterLab '
+    '(<code>make lab</code>) to use them.</div>')
+INERT_WIDGETS = """<style>
+.jupyter-widgets .widget-slider, .jupyter-widgets .widget-dropdown, .jupyter-widgets .widget-checkbox,
+.jupyter-widgets .widget-text, .jupyter-widgets input, .jupyter-widgets select {
+  pointer-events: none; opacity: 0.75; }
+</style>
+<script>
+for (const type of ["keydown", "keyup", "keypress", "pointerdown", "mousedown", "touchstart", "wheel"]) {
+  document.addEventListener(type, e => {
+    if (e.target instanceof Element && e.target.closest(".jupyter-widgets")) {
+      e.stopPropagation(); e.preventDefault();
+    }
+  }, {capture: true, passive: false});
+}
+</script>"""
+
+
+def make_static(body: str) -> str:
+    """The page with its widget controls made inert and the note that says so under <body>."""
+    head_end, body_start = body.index("</head>"), body.index("<body")
+    body_open = body.index(">", body_start) + 1
+    return (body[:head_end] + INERT_WIDGETS + "\n" + body[head_end:body_open] + STATIC_NOTE
+            + body[body_open:])
+
+
 def export(notebook: Path, out: Path) -> Path:
     """One chapter to out/<name>.html, its assets pointing at out/vendor/."""
     from nbconvert import HTMLExporter
@@ -44,7 +75,7 @@ def export(notebook: Path, out: Path) -> Path:
     cfg.HTMLExporter.mathjax_url = MATHJAX_JS
     body, _ = HTMLExporter(config=cfg).from_filename(str(notebook))
     target = out / (notebook.stem + ".html")
-    target.write_text(body, encoding="utf-8")
+    target.write_text(make_static(body), encoding="utf-8")
     return target
 
 

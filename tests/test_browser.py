@@ -31,7 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "course-browser-test"
 NOTIFICATION = "@jupyterlab/apputils-extension:notification"
 # Generous: a loaded 2-core machine is slow, not wrong. Every wait is for the exact state asserted next.
-WAIT_MS = 180_000
+WAIT_MS = int(os.environ.get("COURSE_BROWSER_WAIT_MS", 180_000))
+
+
+# The chapters whose panels the layout test draws at a small laptop's width: the cells it runs (the
+# imports, then each panel)
+PANEL_CELLS = {"01_ppo_clip_and_gae": (1, 14, 24), "03_loss_aggregation": (1, 21),
+               "05_ratios_and_clipping": (1, 12, 43)}
 
 
 def _free_port() -> int:
@@ -43,7 +49,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab():
     work = Path(tempfile.mkdtemp(prefix="course-lab-"))
-    shutil.copy(ROOT / "notebooks" / "02_group_advantages.ipynb", work)   # Lab autosaves: use a copy
+    for name in ("02_group_advantages", *PANEL_CELLS):                     # Lab autosaves: use copies
+        shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", work)
     shutil.copytree(ROOT / "notebooks" / "data", work / "data")          # chapter 02 reads chapter 07's runs
     # The course's settings defaults, as `make lab` installs them into the venv (overrides.json in the
     # app settings folder); empty user settings and workspaces so a reader's own cannot interfere.
@@ -156,3 +163,64 @@ def test_chapter02_panel_moves_in_a_real_browser(lab, tmp_path):
             page.screenshot(path=str(tmp_path / "chapter02_panel.png"), full_page=False)
         finally:
             browser.close()
+
+
+# Each panel view against its output area: every table and figure inside it must end within the area, and
+# a table must not need its scroll bar (the whole table readable); plus every slider's position.
+LAYOUT = """() => ({views: Array.from(document.querySelectorAll('.course-panel-view')).map(v => {
+  const area = v.closest('.jp-OutputArea-output').getBoundingClientRect();
+  return {area: area.right, items: Array.from(v.querySelectorAll('img, pre')).map(e => ({tag: e.tagName,
+          right: e.getBoundingClientRect().right, scroll: e.scrollWidth, client: e.clientWidth,
+          shown: e.tagName !== 'IMG' || (e.complete && e.naturalWidth > 0)}))};
+}), sliders: Object.fromEntries(Array.from(document.querySelectorAll('.widget-slider')).map(s => {
+  const r = s.getBoundingClientRect(); return [s.querySelector('.widget-label').textContent, [r.left, r.top]];
+}))})"""
+
+
+def test_panels_fit_the_column_of_a_1366_px_screen_with_the_file_browser_open(lab, tmp_path):
+    """Chapters 01, 03 and 05's panels at 1366 x 768 with the file browser open: no figure or table is
+    cut at the right; chapter 03's reward and length sliders of one response stay one above the other."""
+    url, _ = lab
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    layouts = {}
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            for name, cells in PANEL_CELLS.items():
+                page = browser.new_page(viewport={"width": 1366, "height": 768})   # one Lab page each
+                page.set_default_timeout(WAIT_MS)
+                page.goto(f"{url}/lab/tree/{name}.ipynb?token={TOKEN}")
+                # this notebook's own kernel idle (the restored workspace may show another tab's status)
+                page.wait_for_function("""(path) => { if (!window.jupyterapp) return false;
+                  const nb = window.jupyterapp.shell.currentWidget;
+                  const k = nb && nb.sessionContext && nb.sessionContext.session
+                            && nb.sessionContext.session.kernel;
+                  return !!nb && !!nb.context && nb.context.path === path && !!k && k.status === 'idle'; }""", arg=f"{name}.ipynb")
+                page.evaluate("window.jupyterapp.commands.execute('filebrowser:activate')")
+                assert page.evaluate("document.querySelector('#jp-left-stack').getBoundingClientRect()"
+                                     ".width") >= 200                      # the file browser is open
+                page.evaluate("""async (cells) => {
+                  const nb = window.jupyterapp.shell.currentWidget;
+                  for (const i of cells) { nb.content.activeCellIndex = i;
+                                           await window.jupyterapp.commands.execute('notebook:run-cell'); }
+                }""", list(cells))
+                n_panels = len(cells) - 1
+                page.wait_for_function(f"() => {{ const v = document.querySelectorAll('.course-panel-view img');"
+                                       f" return v.length === {n_panels} && Array.from(v).every("
+                                       "i => i.complete && i.naturalWidth > 0); }")
+                layouts[name] = page.evaluate(LAYOUT)
+                page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=False)
+                page.close()
+        finally:
+            browser.close()
+    for name, layout in layouts.items():
+        assert len(layout["views"]) == len(PANEL_CELLS[name]) - 1
+        for view in layout["views"]:
+            for item in view["items"]:
+                assert item["shown"] and item["right"] <= view["area"] + 1, (name, item, view["area"])
+                assert item["tag"] == "IMG" or item["scroll"] <= item["client"] + 1, (name, item)
+    sliders = layouts["03_loss_aggregation"]["sliders"]
+    for i in range(4):
+        (x_r, y_r), (x_l, y_l) = sliders[f"R{i}"], sliders[f"L{i}"]
+        assert abs(x_r - x_l) < 2 and y_l > y_r, (i, sliders)            # L_i right under R_i

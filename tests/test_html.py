@@ -48,3 +48,39 @@ def test_chapter_page_renders_offline_with_plots_formulas_and_widgets(tmp_path):
     assert left_the_machine == [] and errors == []
     assert plots >= 3                                        # chapter 02 stores three figures and the panel's
     assert sliders == 7                                      # G and r0..r5, in their saved state
+
+
+def test_saved_panel_is_inert_says_so_and_keeps_its_table_in_a_monospace_font(tmp_path):
+    """Chapter 03's panel offline: the note at the top, a slider that neither a key nor a drag moves,
+    and the saved table in the code font (a proportional one misaligns its columns)."""
+    site.install_vendor(ROOT / "site")
+    (tmp_path / "vendor").symlink_to(ROOT / "site" / "vendor")
+    page = site.export(ROOT / "notebooks" / "03_loss_aggregation.ipynb", tmp_path)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        tab = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                  else route.abort())
+        tab.goto(page.as_uri())
+        tab.wait_for_selector(".course-panel-view pre", timeout=30_000)
+        note = tab.locator(".course-static-note").inner_text()
+        font = tab.evaluate("getComputedStyle(document.querySelector('.course-panel-view pre')).fontFamily")
+        slider = tab.locator(".widget-slider").first
+        readout = slider.locator(".widget-readout")
+        before = readout.inner_text()
+        handle = slider.locator(".noUi-handle").first
+        handle.focus()
+        tab.keyboard.press("ArrowRight")
+        box = handle.bounding_box()
+        tab.mouse.move(box["x"] + 2, box["y"] + 2)
+        tab.mouse.down()
+        tab.mouse.move(box["x"] + 150, box["y"] + 2)
+        tab.mouse.up()
+        after = readout.inner_text()
+        browser.close()
+    assert "do not move" in note
+    assert "mono" in font.lower() or "consolas" in font.lower(), font
+    assert after == before

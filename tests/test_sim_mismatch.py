@@ -127,3 +127,18 @@ def test_mismatched_batch_padding_is_nan_and_weights_ignore_it():
     for kind in mismatch.KINDS:
         w = mismatch.weights(kind, o, r, m, 2.0, "sequence")
         assert torch.isfinite(w).all() and (w[~m] == 0).all()
+
+
+def test_mismatched_batch_has_mean_weight_one_per_token_and_per_response():
+    """E_mu[rho] = 1 as for two normalised distributions, not exp(sigma^2/2) (mean log rho = 0)."""
+    sigma, L = 0.3, 20
+    o, r, m = mismatch.mismatched_batch(B=4000, max_len=L, sigma=sigma, seed=1)
+    rho = (o - r).exp()[m]
+    se = float(rho.std()) / len(rho) ** 0.5
+    assert abs(float(rho.mean()) - 1) < 4 * se and math.exp(sigma ** 2 / 2) - 1 > 20 * se
+    o, r, m = mismatch.mismatched_batch(B=8000, max_len=40, sigma=0.1, seed=2)
+    log_seq = (o - r).where(m, torch.zeros(())).sum(1)      # [B] log of each response's ratio
+    seq = log_seq.exp()
+    se_seq = float(seq.std()) / len(seq) ** 0.5
+    inflated = float((m.sum(1) * 0.1 ** 2 / 2).exp().mean())  # E[rho_seq] if mean log rho were 0
+    assert abs(float(seq.mean()) - 1) < 4 * se_seq and inflated - 1 > 10 * se_seq

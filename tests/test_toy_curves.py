@@ -102,3 +102,15 @@ def test_per_seed_formats_one_number_per_seed():
     assert curves.per_seed([0.7481, 0.676, float("nan")]) == "0.748 / 0.676 / nan"
     assert curves.per_seed([1024.0, 1023.6], ".0f") == "1024 / 1024"
     assert curves.per_seed([None, 0.5]) == "- / 0.500"
+
+
+def test_plot_runs_fits_the_notebook_column_at_its_own_size():
+    """JupyterLab at 1366 px with the file browser open leaves about 930 px for an output; a wider
+    figure is shown scaled down (its 10-point labels then read at 8 px): two panels and the legend
+    must fit at 100%."""
+    import struct
+    from IPython.core.pylabtools import print_figure
+    keys, runs = long_runs()
+    fig = curves.plot_runs(runs, keys[:4], window=5, title="t")
+    width, _ = struct.unpack(">II", print_figure(fig, "png", bbox_inches="tight")[16:24])
+    assert width <= 880

@@ -170,7 +170,23 @@ def test_to_html_escapes_text_and_embeds_the_figure_at_its_pixel_size():
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int(width), int(height)) == (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
     assert 100 <= int(width) <= 300 and 50 <= int(height) <= 200    # about 2 x 1 inch at 100 dpi
-    assert to_html("x") == "<pre style=\"margin: 0 0 4px 0\">x</pre>"
+    pre = to_html("x")
+    assert pre.startswith("<pre") and pre.endswith(">x</pre>")
+    # fits the column: the figure shrinks to it, a wide table scrolls, in the code font (offline too)
+    assert "max-width: 100%" in out and "height: auto" in out
+    assert "overflow-x: auto" in pre and "monospace" in pre
+
+
+def test_panel_columns_keep_named_controls_together_and_reject_unknown_names():
+    p = panel(lambda a, b, c: a + b + c, columns=[("a", "c")], a=Slider(1, 0, 2), b=Slider(1, 0, 2),
+              c=Slider(1, 0, 2))
+    assert p.columns == [("a", "c")] and p.update(b=2) == 4
+    box = p.widget().children[0]                         # the row of controls
+    kinds = [type(child).__name__ for child in box.children]
+    assert kinds == ["VBox", "FloatSlider"]              # a and c one above the other, then b
+    assert [c.description for c in box.children[0].children] == ["a", "c"]
+    with pytest.raises(ValueError, match="columns"):
+        panel(lambda a: a, columns=[("a", "z")], a=Slider(1, 0, 2))
 
 
 def test_slider_values_cover_the_range_in_steps():

@@ -69,7 +69,7 @@ def grad_coefficient_view(eps_low=0.2, eps_high=0.28, dual_clip=3.0, tau_pos=1.0
         light_grid(ax)
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=10, frameon=False)
-    fig.suptitle(f"eps_low {eps_low:.2f}, eps_high {eps_high:.2f}, dual clip c {dual_clip:.2f}, "
+    fig.suptitle(f"eps_low {eps_low:.2f}, eps_high {eps_high:.2f}, dual clip c_dual {dual_clip:.2f}, "
                  f"SAPO tau_pos {tau_pos:.2f}, tau_neg {tau_neg:.2f}  (grey: DAPO's clip range)",
                  fontsize=10)
     return coefficient_table(specs), fig

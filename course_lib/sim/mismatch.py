@@ -203,12 +203,15 @@ def ratio_quantiles(b: Bandit, cap: float = 2.0) -> dict[str, float]:
 def mismatched_batch(B: int = 64, max_len: int = 200, sigma: float = 0.05,
                      seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
     """(old_logp, rollout_logp, mask), each [B, max_len]: lengths uniform in [max_len/10, max_len],
-    the sampler's token log-probs uniform in [-3, 0], the trainer's off by N(0, sigma^2) per token
-    (about the size of a bf16-vs-fp32 difference). Padding holds garbage on purpose."""
+    the sampler's token log-probs uniform in [-3, 0], the trainer's off by log rho ~ N(-sigma^2/2, sigma^2)
+    per token. The shift makes E_mu[rho] = 1 for every token and every response, as it is for any two
+    normalised distributions (sum_a mu(a) pi(a)/mu(a) = 1); with mean log rho = 0 the weights would
+    average exp(sigma^2/2) per token, exp(L sigma^2/2) per response of L tokens. sigma is a chosen size,
+    not a measured engine's. Padding holds garbage on purpose."""
     gen = torch.Generator().manual_seed(seed)
     lengths = torch.randint(max_len // 10, max_len + 1, (B,), generator=gen)          # [B]
     mask = torch.arange(max_len)[None, :] < lengths[:, None]                          # [B, T]
     rollout_logp = -3 * torch.rand(B, max_len, generator=gen)                         # [B, T]
-    old_logp = rollout_logp + sigma * torch.randn(B, max_len, generator=gen)          # [B, T]
+    old_logp = rollout_logp + sigma * torch.randn(B, max_len, generator=gen) - sigma ** 2 / 2   # [B, T]
     junk = torch.full_like(old_logp, float("nan"))
     return torch.where(mask, old_logp, junk), torch.where(mask, rollout_logp, junk), mask

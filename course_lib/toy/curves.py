@@ -50,10 +50,13 @@ SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1))]
 
 
 def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str | None = None,
-              ncols: int = 2, panel_size=(5.6, 3.2), dpi: int = 100, onset: int | None = None):
+              ncols: int = 2, panel_size=(4.2, 2.9), dpi: int = 100, onset: int | None = None):
     """One panel per metric key (``ncols`` to a row), one colour per label: the mean over seeds as a
     thick solid line, each seed as a thin line in its own style; one legend, outside the panels,
     names the labels and the seeds' styles. The y label of a panel is the glossary's key.
+    Sized to be shown at its own size: two panels and the legend below them are 840 px wide at the
+    default panel_size, inside the notebook's column in JupyterLab at 1366 px with the file browser
+    open (about 930 px), so its 10-point tick labels stay 14 px high.
 
     x="step" or "samples/drawn" (responses sampled so far; the mean line then averages x too).
     Non-accuracy keys are smoothed by a trailing mean over ``window`` logged rows; ``onset``: a
@@ -79,7 +82,7 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
             for si, h in enumerate(hists):
                 xs, ys = _xy(h, key, x)
                 ax.plot(xs, smooth(ys, w), linestyle=SEED_STYLES[si % len(SEED_STYLES)], color=f"C{ci}",
-                        lw=0.9, alpha=0.6)
+                        lw=1.2, alpha=0.8)
             if len(hists) > 1:
                 xs, ys = seed_mean(hists, key, x)
                 ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=2.4)
@@ -97,14 +100,15 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
         handles.append(Line2D([], [], color="none", label=""))
         handles.append(Line2D([], [], color="black", lw=2.4, label=f"mean of {n_seeds} seeds"))
         seeds = [h.config.get("seed", s) for s, h in enumerate(max(runs.values(), key=len))]
-        handles += [Line2D([], [], color="black", lw=0.9, linestyle=SEED_STYLES[s % len(SEED_STYLES)],
+        handles += [Line2D([], [], color="black", lw=1.2, linestyle=SEED_STYLES[s % len(SEED_STYLES)],
                            label=f"seed {seed}") for s, seed in enumerate(seeds)]
     if onset is not None:
         handles.append(Line2D([], [], color="0.35", lw=1.0, ls=":", label=f"onset (step {onset})"))
     if title:
         fig.suptitle(title, fontsize=12)
     fig.tight_layout()
-    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=10, frameon=False)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=10, frameon=False,
+               ncol=min(len(handles), 4))                   # below the panels: adds height, not width
     plt.close(fig)          # shown once, as the cell's value, not again by the inline backend
     return fig
 

@@ -24,4 +24,4 @@ def aggregation_panel() -> Panel:
         return aggregation_view([v[f"R{i}"] for i in range(4)], [v[f"L{i}"] for i in range(4)],
                                 AGG_PANEL_MAX_LEN)
 
-    return panel(view, **controls)
+    return panel(view, columns=[(f"R{i}", f"L{i}") for i in range(4)], **controls)

@@ -101,9 +101,15 @@ Control = Slider | Toggle | Choice
 class Panel:
     """fn(**values) behind a set of named controls."""
 
-    def __init__(self, fn: Callable[..., Any], **controls: Control):
+    def __init__(self, fn: Callable[..., Any], *, columns: Sequence[Sequence[str]] = (), **controls: Control):
         self.fn = fn
         self.controls = controls
+        grouped = [name for group in columns for name in group]
+        unknown = sorted(set(grouped) - set(controls))
+        if unknown or len(grouped) != len(set(grouped)):
+            raise ValueError(f"columns must name each control at most once; unknown or repeated: "
+                             f"{unknown or grouped}")
+        self.columns = [tuple(group) for group in columns]   # controls shown one above the other
         self.values = {name: c.check(name, c.default) for name, c in controls.items()}
 
     def update(self, **changes) -> Any:
@@ -123,7 +129,7 @@ class Panel:
         """The ipywidgets view: controls above one HTML area that is replaced whole on each change."""
         import ipywidgets as w
 
-        view = w.HTML()
+        view = w.HTML(layout=w.Layout(max_width="100%"))   # never wider than the column
         view.add_class("course-panel-view")               # a stable hook for the browser test
         boxes = {name: c.widget(name) for name, c in self.controls.items()}
 
@@ -139,7 +145,14 @@ class Panel:
         for b in boxes.values():
             b.observe(render, names="value")
         render()
-        return w.VBox([w.HBox(list(boxes.values()), layout=w.Layout(flex_flow="row wrap")), view])
+        items = []
+        for name in boxes:                   # a column stays whole when the row wraps
+            group = next((g for g in self.columns if name in g), None)
+            if group is None:
+                items.append(boxes[name])
+            elif group[0] == name:
+                items.append(w.VBox([boxes[n] for n in group]))
+        return w.VBox([w.HBox(items, layout=w.Layout(flex_flow="row wrap")), view])
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -147,6 +160,15 @@ class Panel:
             display(self.widget())
         except ImportError:                              # no ipywidgets: show the defaults once
             display(self.update())
+
+
+# A panel's view must fit the notebook's column, however narrow (JupyterLab at 1366 px with the file
+# browser open leaves about 930 px): a figure shrinks to the column, keeping its aspect ratio (the width
+# and height attributes still reserve its space before it decodes); a table too wide scrolls instead of
+# being cut; the table's font is the code font, also on the offline pages, where no JupyterLab style applies.
+IMG_STYLE = "display: block; max-width: 100%; height: auto"
+PRE_STYLE = ("margin: 0 0 4px 0; overflow-x: auto; max-width: 100%; "
+             "font-family: var(--jp-code-font-family, monospace)")
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -165,13 +187,13 @@ def to_html(result) -> str:
         if item is None:
             continue
         if isinstance(item, str):
-            parts.append(f'<pre style="margin: 0 0 4px 0">{html.escape(item)}</pre>')
+            parts.append(f'<pre style="{PRE_STYLE}">{html.escape(item)}</pre>')
         elif isinstance(item, plt.Figure):
             png = print_figure(item, "png", bbox_inches="tight")   # what the inline backend shows
             plt.close(item)
             width, height = _png_size(png)              # fixed size: no jump while the image decodes
             parts.append(f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
-                         f'width="{width}" height="{height}" style="display: block" alt="figure">')
+                         f'width="{width}" height="{height}" style="{IMG_STYLE}" alt="figure">')
         elif hasattr(item, "_repr_html_"):
             parts.append(item._repr_html_())
         else:
@@ -179,8 +201,10 @@ def to_html(result) -> str:
     return "\n".join(parts)
 
 
-def panel(fn: Callable[..., Any], **controls: Control) -> Panel:
-    """Build a slider panel: ``panel(lambda eps: plot(eps), eps=Slider(0.2, 0.0, 0.5))``."""
+def panel(fn: Callable[..., Any], *, columns: Sequence[Sequence[str]] = (), **controls: Control) -> Panel:
+    """Build a slider panel: ``panel(lambda eps: plot(eps), eps=Slider(0.2, 0.0, 0.5))``. ``columns``
+    names controls that belong together (``[("R0", "L0"), ...]``): each such group is shown as one
+    column, so a wrapping row never splits it."""
     if not controls:
         raise ValueError("panel needs at least one control")
-    return Panel(fn, **controls)
+    return Panel(fn, columns=columns, **controls)
