@@ -127,31 +127,30 @@ OTHER_RULES = '''
 import statistics
 
 
-def _third(h, key, which):
-    ys = h.series(key)[1]
-    n = max(len(ys) // 3, 1)
-    return statistics.median(ys[:n] if which == "first" else ys[-n:])
+def _from(steps, values, test, width=5):
+    for i in range(len(values) - width + 1):
+        window = [x for x in values[i:i + width] if x == x]
+        if window and test(statistics.median(window)):
+            return steps[i]
+    return None
 
 
-def diagnose(history):
-    h = history
-    if statistics.median(h.series("mismatch/abs_logratio_p99")[1]) > 1e-3:
-        return "stale_sampler"
-    if statistics.median(h.series("groups/zero_signal_frac")[1][:5]) > 0.85:
-        return "no_signal"
-    rows = [r for r in h.rows if "reward/mean" in r]
-    per_token = [(r["reward/mean"] - r["acc/sampled"]) / r["len/all"] for r in rows]
-    n = max(len(per_token) // 3, 1)
-    p0, p1 = statistics.median(per_token[:n]), statistics.median(per_token[-n:])
-    if min(p0, p1) > 0.005 and 0.6 < p1 / p0 < 1.6:
-        return "length_reward"            # the gap is a fixed amount per token: a length term
-    if p1 > 0.01 and p1 > 3 * max(p0, 0.002):
-        return "reward_hacking"
-    if _third(h, "kl/ref", "last") > 1.0 and _third(h, "acc/sampled", "last") < 0.1:
-        return "kl_runaway"
-    if _third(h, "entropy/mean", "last") < 0.2:
-        return "entropy_collapse"
-    return "healthy"
+def diagnose(curves):
+    c = curves
+    marks = {"stale_sampler": _from(*c.series("mismatch/abs_logratio_p99"), lambda m: m > 1e-2),
+             "no_signal": _from(*c.series("len/truncated_frac"), lambda m: m > 0.5),
+             "kl_runaway": _from(*c.series("kl/ref"), lambda m: m > 1.2)}
+    steps, cold = c.series("entropy/mean")
+    ratio = [a / b if b else 1.0 for a, b in zip(cold, c.series("entropy/t1")[1])]
+    marks["low_temperature"] = _from(steps, ratio, lambda m: m < 0.5)
+    steps, gap = c.series("reward - acc/sampled")
+    start = next((i for i in range(len(gap) - 4) if statistics.median(gap[i:i + 5]) > 0), None)
+    if start is not None:                    # a fixed gap per token is a length term
+        per_token = [g / n for g, n in zip(gap[start:], c.series("len/all")[1][start:]) if g > 0][:8]
+        steady = statistics.pstdev(per_token) < 0.1 * statistics.mean(per_token)
+        marks["length_reward" if steady else "reward_hacking"] = steps[start]
+    hits = {k: v for k, v in marks.items() if v is not None}
+    return min(hits, key=hits.get) if hits else "healthy"
 '''
 
 
@@ -199,6 +198,6 @@ def test_another_sensible_rule_set_passes_and_blind_or_curve_blind_ones_fail(tmp
     assert res["other_rules.py"]["status"] == "passed", res["other_rules.py"]["cases"]
     for name in ("always_healthy.py", "reads_the_config.py", "reads_the_name.py"):
         assert res[name]["status"] == "failed", name
-        assert all(c["status"] != "passed" for c in res[name]["cases"]), name       # neither set passes
+        assert not any(c["passed"] for c in res[name]["cases"]), name                # neither set passes
     text = res["always_healthy.py"]["cases"][1]["message"]
     assert "true \\ given" in text and "no_signal" in text           # the confusion table is shown

@@ -98,7 +98,7 @@ FAILURES: tuple[Failure, ...] = (
     Failure("reward_hacking", dict(verifier="contains"), REWARD_GAP,
             "the verifier was swapped for one that accepts any answer containing the sum's digits, so "
             "longer strings of digits earn reward", "the exact verifier (the healthy run)"),
-    Failure("no_signal", dict(max_new_tokens=2), "groups/zero_signal_frac",
+    Failure("no_signal", dict(max_new_tokens=2), "len/truncated_frac",
             "the response budget was cut from 6 tokens to 2: no answer of two or more digits fits, so "
             "nearly every group's rewards are all 0",
             "the budget the answers need (the healthy run); dynamic sampling cannot help when no group "
@@ -150,7 +150,7 @@ GALLERY = Comparison(
 
 
 # Exercise 13's held-out runs: (true label, whole-run overrides, {knob: value} per change, in order).
-# Another seed (3), other strengths, onsets and healthy variants than the gallery's; a run with two
+# Other seeds (3 and 4), strengths, onsets and healthy variants than the gallery's; a run with two
 # changes is labelled by the one that begins first. Names are opaque; labels: heldout_labels().
 _HELDOUT_SPEC = (
     ("healthy", {}, ()),
@@ -209,7 +209,7 @@ HELDOUT = Comparison(
     metric="acc/heldout",
     keys=GALLERY.keys,
     base=dict(SIZE),
-    seeds=(3,),
+    seeds=(3, 4),
     steps=STEPS,
     variants=_HELDOUT_VARIANTS)
 

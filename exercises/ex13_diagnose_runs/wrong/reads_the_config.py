@@ -4,7 +4,9 @@ HINT = ("diagnose receives the monitors' series only: no config, no run name, no
 
 
 def diagnose(curves):
-    cfg = getattr(curves, "config", None) or getattr(curves, "history", None).config
-    if cfg["temperature"] < 0.6:
+    cfg = dict(getattr(curves, "config", None) or {})
+    if cfg.get("temperature", 1.0) < 0.6:
         return "low_temperature"
+    if cfg.get("mismatch") == "stale":
+        return "stale_sampler"
     return "healthy"
