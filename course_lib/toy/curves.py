@@ -60,7 +60,7 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
 
     x="step" or "samples/drawn" (responses sampled so far; the mean line then averages x too).
     Non-accuracy keys are smoothed by a trailing mean over ``window`` logged rows; ``onset``: a
-    dotted vertical line at that step (where a change of configuration takes effect). Returns the
+    thin grey vertical line at that step (where a change of configuration takes effect). Returns the
     (closed) Figure: make it a cell's last expression to show it.
     """
     from matplotlib.lines import Line2D
@@ -87,7 +87,7 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
                 xs, ys = seed_mean(hists, key, x)
                 ax.plot(xs, smooth(ys, w), "-", color=f"C{ci}", lw=2.4)
         if onset is not None:
-            ax.axvline(onset, color="0.35", lw=1.0, ls=":")
+            ax.axvline(onset, color="0.45", lw=1.0, ls="-", alpha=0.7)
         ax.set_ylabel(key, fontsize=11)
         ax.set_xlabel("responses sampled" if x == "samples/drawn" else "RL step", fontsize=11)
         ax.tick_params(labelsize=10)
@@ -103,7 +103,7 @@ def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str 
         handles += [Line2D([], [], color="black", lw=1.2, linestyle=SEED_STYLES[s % len(SEED_STYLES)],
                            label=f"seed {seed}") for s, seed in enumerate(seeds)]
     if onset is not None:
-        handles.append(Line2D([], [], color="0.35", lw=1.0, ls=":", label=f"onset (step {onset})"))
+        handles.append(Line2D([], [], color="0.45", lw=1.0, ls="-", alpha=0.7, label=f"onset (step {onset})"))
     if title:
         fig.suptitle(title, fontsize=12)
     fig.tight_layout()
