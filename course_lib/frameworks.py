@@ -21,6 +21,7 @@ import html
 import inspect
 import json
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -754,6 +755,25 @@ def translation_cases() -> dict:
     return cases
 
 
+WIDTH = 100    # the longest printed line: JupyterLab's output column at 1366 px wraps longer ones
+
+
+def _commented(indent: str, code: str, note: str, width: int = WIDTH) -> list[str]:
+    """``code`` with ``note`` as a trailing comment when the line fits in ``width``; otherwise the
+    note as comment lines of its own above ``code`` (every line stays valid where it is pasted)."""
+    if not note:
+        return [indent + code]
+    if len(f"{indent}{code}  # {note}") <= width:
+        return [f"{indent}{code}  # {note}"]
+    return _comment(f"{indent}# ", note, width) + [indent + code]
+
+
+def _comment(lead: str, text: str, width: int = WIDTH) -> list[str]:
+    """``lead`` + ``text`` wrapped to ``width``; continuation lines are comments indented two more."""
+    return textwrap.wrap(text, width, initial_indent=lead, subsequent_indent=lead + "  ",
+                         break_on_hyphens=False, break_long_words=False)
+
+
 def _fmt(v) -> str:
     return repr(v) if isinstance(v, str) else (f"{v:g}" if isinstance(v, float) else str(v))
 
@@ -774,7 +794,7 @@ def verl_text(cfg) -> str:
     """Hydra overrides, one a line, ready to paste after ``python -m verl.trainer.main_ppo``."""
     rows = to_verl(cfg)
     lines = [f"{key}={_hydra(v)}" for key, v, _ in rows if key[0] != "#"]
-    notes = [f"#   {key.lstrip('#+ ')}: {note}" for key, _, note in rows if note]
+    notes = [line for key, _, note in rows if note for line in _comment("#   ", f"{key.lstrip('#+ ')}: {note}")]
     return " \\\n".join(lines) + ("\n# notes:\n" + "\n".join(notes) if notes else "")
 
 
@@ -802,7 +822,7 @@ def openrlhf_text(cfg) -> str:
         if not key.startswith("#"):
             value = "" if v is True else " " + " ".join(_arg(x) for x in (v if isinstance(v, list) else [v]))
             lines.append(key + value)
-    notes = [f"#   {key.lstrip('#- ')}: {note}" for key, _, note in rows if note]
+    notes = [line for key, _, note in rows if note for line in _comment("#   ", f"{key.lstrip('#- ')}: {note}")]
     return " \\\n".join(lines) + ("\n# notes:\n" + "\n".join(notes) if notes else "")
 
 
@@ -811,9 +831,9 @@ def trl_text(cfg) -> str:
     lines = ["GRPOConfig("]
     for key, v, note in to_trl(cfg):
         if key.startswith("#"):
-            lines.append(f"    # {key[1:].strip()}: {note}")
+            lines += _comment("    # ", f"{key[1:].strip()}: {note}")
         else:
-            lines.append(f"    {key}={_fmt(v)}," + (f"  # {note}" if note else ""))
+            lines += _commented("    ", f"{key}={_fmt(v)},", note)
     return "\n".join(lines + [")"])
 
 
@@ -874,16 +894,16 @@ def comparison_text(comp, base, framework: str) -> str:
     fn = to_verl if framework == "verl" else to_trl
     shared, diff = variant_diff({label: fn(c) for label, c in comp.configs(base, seed=base.seed).items()})
 
-    def line(key, v, note):
+    def lines(key, v, note):
         if key.startswith("#"):
-            return f"# {key.lstrip('# ')}: {note}"
+            return _comment("    # ", f"{key.lstrip('# ')}: {note}")
         value = _hydra(v) if framework == "verl" else _fmt(v)
-        return f"{key}={value}" + (f"  # {note}" if note else "")
+        return _commented("    ", f"{key}={value}", note)
 
     out = [f"[{framework}] {len(shared)} settings shared by every variant; the rest:"]
     for label, rows in diff.items():
         out.append(f"  {label}:")
-        out += [f"    {line(*r)}" for r in rows] or ["    (nothing else)"]
+        out += [line for r in rows for line in lines(*r)] or ["    (nothing else)"]
     return "\n".join(out)
 
 

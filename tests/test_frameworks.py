@@ -288,7 +288,8 @@ def test_every_translation_gives_pasteable_text():
         call = ast.parse(text, mode="eval").body
         assert isinstance(call, ast.Call) and call.func.id == "GRPOConfig"
         assert {kw.arg for kw in call.keywords} == set(trl(cfg))
-        assert all(len(line) <= 110 for line in text.splitlines())
+        for t in (text, fw.verl_text(cfg), fw.openrlhf_text(cfg)):      # JupyterLab's column: no wrap
+            assert max(len(line) for line in t.splitlines()) <= fw.WIDTH, t
         lines = fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n")
         assert all(re.fullmatch(r"\+?[a-z_.]+=\S+", line) for line in lines), lines
         assert len(lines) == len(verl(cfg))
@@ -327,3 +328,14 @@ def test_comparison_text_lists_only_what_differs_between_variants():
     assert "vllm_importance_sampling_mode='token_mask'" in stale
     with pytest.raises(ValueError, match="framework"):
         fw.comparison_text(COMPARISONS["aggregation"], BASE, "OpenRLHF")
+
+
+def test_a_comment_too_long_for_the_line_goes_above_its_setting():
+    assert fw._commented("    ", "a=1,", "short") == ["    a=1,  # short"]
+    lines = fw._commented("    ", "a=1,", "word " * 30, width=40)
+    assert lines[-1] == "    a=1," and all(len(line) <= 40 and line.lstrip().startswith("#") for line in lines[:-1])
+    assert " ".join(line.lstrip("# ") for line in lines[:-1]) == " ".join(["word"] * 30)
+    for name, comp in COMPARISONS.items():
+        for framework in ("verl", "TRL"):
+            text = fw.comparison_text(comp, BASE, framework)
+            assert max(len(line) for line in text.splitlines()) <= fw.WIDTH, (name, framework)
