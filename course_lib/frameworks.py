@@ -141,7 +141,9 @@ KNOBS: tuple[Knob, ...] = (
          openrlhf=(S("--actor.loss_agg_mode", "'token-mean'", "`token-mean`, `seq-mean-token-mean`"),),
          note='TRL\'s `"dapo"` divides by the token count of the whole accumulated global batch, '
               '`"bnpo"` by the local batch; verl divides by the global batch\'s token count '
-              "(`global_batch_info`); `token-sum` adds every token's loss unnormalised."),
+              "(`global_batch_info`); `token-sum` adds every token's loss unnormalised. The BNPO paper "
+              "(Xiao et al. 2025, arXiv 2506.02864) is another thing: an advantage normalisation, "
+              "(R - p(q)) / f(p(q); alpha, beta) with f a Beta density, which TRL does not implement."),
     Knob("Dr. GRPO's constant L_max", "03_loss_aggregation",
          verl=(S("actor.loss_scale_factor", "None", "None: the padded response length"),),
          trl=(S("max_completion_length", "512"),),

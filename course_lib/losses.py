@@ -390,8 +390,13 @@ def dro_loss(logp, old_logp, adv, mask, *, beta=1.0, agg="token-mean", max_len=N
     Differs from GPG by the penalty: the gradient coefficient is A - beta log r, so a token whose
     log-ratio reaches A / beta stops moving (a soft trust region, no clip). Read from
     core_algos.compute_policy_loss_dro; verl states no default for its policy_loss.dro_beta (it
-    must be set > 0); the 1.0 here is the course's choice. Direct Reward Optimization (Richemond
-    et al. 2024) regresses A on tau log(pi / pi_ref); verl's form uses pi_old in place of pi_ref.
+    must be set > 0); the 1.0 here is the course's choice. The DRO paper (Richemond et al. 2024,
+    arXiv 2405.19107, "Offline Regularised RL") fits a mean-squared objective,
+    (r - V(x) - tau log(pi / pi_ref))^2 / 2, with a learned value V(x): its gradient is
+    tau (r - V - tau log(pi / pi_ref)) grad log pi, i.e. this coefficient scaled by tau with
+    beta = tau, A = r - V and pi_old in the place of pi_ref. Checked against the paper's abstract
+    and secondary summaries of its Eq. 4 (and Tinker's "dro" loss, which writes verl's form and
+    cites Richemond et al. and Kimi k1.5), not against the paper's text itself.
     """
     check_number(beta, "beta", gt=0)
     _, adv_tok, weight = _prepare(logp, old_logp, adv, mask, is_weight)
@@ -465,20 +470,22 @@ def kl_cov_loss(logp, old_logp, adv, mask, *, kl_ratio=2e-4, kl_coef=0.1, agg="t
 del F
 
 
-def grad_coefficient(loss: str | LossFn, ratio, adv: float, **kwargs) -> Tensor:
+def grad_coefficient(loss: str | LossFn, ratio, adv: float, *, p_old: float = 1.0, **kwargs) -> Tensor:
     """Per-token gradient coefficient c(r, A) of a loss, by autograd. ratio [N] -> c [N].
 
     Builds N one-token sequences with log r = log(ratio) and advantage ``adv``, aggregates with
     token-mean (alpha = 1/N), and returns c = -N * d loss / d logp, the factor multiplying
-    grad log pi(token) in the gradient that is *ascended* (fact sheet §7).
+    grad log pi(token) in the gradient that is *ascended* (fact sheet §7). ``p_old`` is the sampled
+    token's old probability (pi = r p_old); only losses that read probabilities (DPPO) depend on it.
     """
     fn = resolve_loss(loss)
+    check_number(p_old, "p_old", gt=0, le=1)
     ratio = torch.as_tensor(ratio, dtype=torch.float64).reshape(-1)
     if (ratio <= 0).any():
         raise ValueError("ratio must be > 0 everywhere")
     N = ratio.numel()
-    logp = ratio.log()[:, None].clone().requires_grad_(True)                 # [N, 1]
-    old_logp = torch.zeros_like(logp)
+    old_logp = torch.full((N, 1), math.log(p_old), dtype=torch.float64)      # [N, 1]
+    logp = (ratio.log()[:, None] + old_logp).requires_grad_(True)            # [N, 1]
     mask = torch.ones(N, 1, dtype=torch.bool)
     adv_seq = torch.full((N,), float(adv), dtype=torch.float64)
     value, _ = fn(logp, old_logp, adv_seq, mask, **{"agg": "token-mean", **kwargs})

@@ -202,3 +202,68 @@ def test_clipping_vs_noise_plot_draws_the_rows():
     assert list(lines["tokens dropped, DAPO"].get_ydata()) == [r.token_dropped for r in rows]
     assert list(lines["tokens dropped, CISPO"].get_ydata()) == [0.0, 0.0, 0.0]
     plt.close(fig)
+
+
+# ---- the framework losses beside their parents: each curve against its formula, one token ----
+def ref_framework(label, r, A):
+    """c(r, A) of a one-token response (p_old = 1), written from each paper's / framework's formula."""
+    lo, hi = math.exp(-0.2), math.exp(0.2)
+    if label == "GSPO":
+        return ref_clip(r, A, 3e-4, 4e-4)
+    if label == "GMPO":                                   # PPO's clip in log space, [e^-0.2, e^0.2]
+        return ref_clip(r, A, 1 - lo, hi - 1)
+    if label == "CISPO":
+        return ref_cispo(r, A, 0.28)
+    if label == "VESPO":                                  # e^lam w^k e^(-lam w), (k, lam) by sign
+        k, lam = (2.0, 3.0) if A >= 0 else (3.0, 2.0)
+        return math.exp(lam) * r ** k * math.exp(-lam * r) * A
+    if label == "GPG":
+        return A
+    if label == "DRO, beta 1":
+        return A - math.log(r)
+    if label == "PPO":
+        return ref_clip(r, A, 0.2, 0.2)
+    if label == "Clip-Cov, selected":
+        return 0.0
+    if label == "KL-Cov, not selected":
+        return r * A
+    if label == "KL-Cov, selected":                       # d/dlogp of 0.1 |log r|
+        return r * A - 0.1 * math.copysign(1.0, math.log(r)) * (r != 1)
+    raise KeyError(label)
+
+
+def test_framework_coefficient_curves_match_their_formulas():
+    text, fig = plots.framework_coefficient_view()
+    seen = set()
+    n_cols = len(plots.FRAMEWORK_PAIRS)
+    for k, ax in enumerate(fig.axes):
+        sign = 1 if k < n_cols else -1                    # row 0: A = +1, row 1: A = -1
+        for line in ax.get_lines():
+            label = line.get_label()
+            if label.startswith("_"):
+                continue
+            seen.add(label)
+            xs, ys = line.get_xdata(), line.get_ydata()
+            for i in range(0, len(xs), 23):
+                r = float(xs[i])
+                if min(abs(r - k) for k in (1.0, 1 + 4e-4, 1 - 3e-4, math.exp(0.2), math.exp(-0.2), 1.2, 0.8)) > 1e-3:
+                    assert float(ys[i]) == pytest.approx(ref_framework(label, r, sign), abs=1e-6), (label, sign, r)
+    assert seen == {lab for curves in plots.FRAMEWORK_PAIRS.values() for lab, *_ in curves}
+    assert len(text.splitlines()) == 2 + 2 * sum(len(c) for c in plots.FRAMEWORK_PAIRS.values())
+    plt.close(fig)
+
+
+def test_dppo_curves_keep_exactly_the_tokens_inside_the_tv_region():
+    text, fig = plots.dppo_coefficient_view()
+    for ax, sign in zip(fig.axes, (1, -1)):
+        for line in ax.get_lines():
+            label = line.get_label()
+            if not label.startswith("TV"):
+                continue
+            p_old = float(label.split()[-1])
+            for r, c in zip(line.get_xdata()[::17], line.get_ydata()[::17]):
+                move = (r - 1) * p_old                      # pi - pi_old
+                inside = move <= 0.2 if sign > 0 else move >= -0.2
+                if abs(abs(move) - 0.2) > 1e-3:
+                    assert c == pytest.approx(min(r, 3.0) * sign if inside else 0.0, abs=1e-9), (p_old, r)
+    plt.close(fig)

@@ -58,7 +58,12 @@ from .kl import (  # noqa: F401
 from .ratios import (  # noqa: F401
     COEF_RATIOS,
     COEF_STYLE,
+    DPPO_P_OLD,
+    FRAMEWORK_PAIRS,
+    FRAMEWORK_RATIOS,
     coefficient_specs,
+    dppo_coefficient_view,
+    framework_coefficient_view,
     coefficient_table,
     grad_coefficient_view,
     gspo_dropout_view,

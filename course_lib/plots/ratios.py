@@ -155,3 +155,93 @@ def sapo_gate_view(tau_pos: float = 1.0, tau_neg: float = 1.05) -> tuple[str, pl
     text = table(rows, ["r", "w, A>0", "w, A<0", "c, A=+1", "c, A=-1"],
                  [".2f", ".3f", ".3f", "+.3f", "+.3f"])
     return f"tau_pos = {tau_pos:.2f}, tau_neg = {tau_neg:.2f}\n" + text, fig
+
+
+# ---- the other ratio-side losses verl 0.9.1 and TRL 1.16.0 select, each beside its parent ----
+# panel title -> [(label, registry name, knobs, style)]; the parent first. Clip-Cov and KL-Cov pick
+# their tokens from the batch's covariance: the knobs below make every token of the one-token probe
+# batch "selected" (or none, kl_coef 0), so the two curves show a selected and an unselected token.
+FRAMEWORK_PAIRS = {
+    "GSPO -> GMPO": [("GSPO", "gspo", {}, dict(color=BLUE, lw=4, alpha=0.45)),
+                     ("GMPO", "gmpo", {}, dict(color=RED, lw=1.8))],
+    "CISPO -> VESPO": [("CISPO", "cispo", dict(eps_low=None, eps_high=0.28), dict(color=BLUE, lw=4, alpha=0.45)),
+                       ("VESPO", "vespo", {}, dict(color=RED, lw=1.8))],
+    "GPG -> DRO": [("GPG", "gpg", {}, dict(color=BLUE, lw=4, alpha=0.45)),
+                   ("DRO, beta 1", "dro", dict(beta=1.0), dict(color=RED, lw=1.8))],
+    "PPO -> Clip-Cov, KL-Cov": [
+        ("PPO", "ppo", {}, dict(color=BLUE, lw=4, alpha=0.45)),
+        ("Clip-Cov, selected", "clip_cov", dict(cov_ratio=1.0, cov_lb=-1.0, cov_ub=1.0), dict(color=RED, lw=1.8)),
+        ("KL-Cov, not selected", "kl_cov", dict(kl_coef=0.0), dict(color=GREEN, lw=1.8, ls="--")),
+        ("KL-Cov, selected", "kl_cov", dict(kl_ratio=1.0), dict(color=ORANGE, lw=1.8, ls=":"))],
+}
+FRAMEWORK_RATIOS = (0.5, 0.9, 1.0, 1.1, 1.5, 2.0, 3.0)
+DPPO_P_OLD = (0.9, 0.5, 0.2)
+
+
+def framework_coefficient_view() -> tuple[str, plt.Figure]:
+    """c(r, A) of GMPO, VESPO, DRO, Clip-Cov and KL-Cov, each on the axes of its parent (one-token
+    responses, p_old = 1), for A = +1 (top) and A = -1 (bottom); a table of the same at a few ratios."""
+    r = torch.linspace(0.02, 4.0, 800, dtype=torch.float64)
+    rt = torch.tensor(FRAMEWORK_RATIOS, dtype=torch.float64)
+    fig, axes = plt.subplots(2, len(FRAMEWORK_PAIRS), figsize=(11, 6.2), layout="constrained",
+                             sharex=True)
+    rows = []
+    for j, (title, curves) in enumerate(FRAMEWORK_PAIRS.items()):
+        for i, sign in enumerate((+1, -1)):
+            ax = axes[i, j]
+            for label, name, knobs, style in curves:
+                ax.plot(r, loss_lib.grad_coefficient(name, r, sign, **knobs), label=label, **style)
+                cs = loss_lib.grad_coefficient(name, rt, sign, **knobs)
+                rows.append([label, f"{sign:+d}"] + [float(c) + 0.0 for c in cs])
+            zero_line(ax)
+            ax.set_xlim(0, 4)
+            ax.set_ylim(-3.2, 3.2)
+            light_grid(ax)
+            if i == 0:
+                ax.set_title(title, fontsize=10)
+                ax.legend(fontsize=8, loc="upper left", frameon=False)
+            else:
+                ax.set_xlabel(r"ratio $r$")
+            if j == 0:
+                ax.set_ylabel(f"c(r, A), A = {sign:+d}")
+    text = table(rows, ["loss", "A"] + [f"r={x:g}" for x in FRAMEWORK_RATIOS],
+                 ["s", "s"] + ["+.3f"] * len(FRAMEWORK_RATIOS))
+    return text, fig
+
+
+def dppo_coefficient_view(p_olds=DPPO_P_OLD, delta=0.2, trunc=3.0) -> tuple[str, plt.Figure]:
+    """DPPO-TV (solid) and DPPO-KL (dashed) c(r, A) against r for a few old probabilities p_old,
+    A = +1 and A = -1, with r < 1 / p_old (pi stays a probability); PPO's c for reference. A table
+    of the ratio interval each keeps (read off the curves: the first and last r with c != 0)."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
+    colors = (BLUE, GREEN, ORANGE, PURPLE)
+    rows = []
+    for ax, sign in zip(axes, (+1, -1)):
+        ax.plot(*_ppo_curve(sign), color="0.6", lw=4, alpha=0.45, label="PPO (any p_old)")
+        for p_old, color in zip(p_olds, colors):
+            top = min(4.0, (1 - 1e-3) / p_old)
+            r = torch.linspace(0.02, top, 800, dtype=torch.float64)
+            for name, ls in (("dppo_tv", "-"), ("dppo_kl", "--")):
+                c = loss_lib.grad_coefficient(name, r, sign, p_old=p_old, delta_low=delta,
+                                              delta_high=delta, trunc=trunc)
+                ax.plot(r, c, color=color, ls=ls, lw=1.8,
+                        label=f"{name[5:].upper()}, p_old {p_old:g}")
+                kept = r[c != 0]
+                rows.append([name, f"{sign:+d}", p_old, float(kept.min()), float(kept.max()), top])
+        zero_line(ax)
+        ax.set_title(f"A = {sign:+d}")
+        ax.set_xlabel(r"ratio $r = \pi_\theta / \pi_{old}$")
+        ax.set_ylabel(r"gradient coefficient $c(r, A)$")
+        ax.set_xlim(0, 4)
+        light_grid(ax)
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=9, frameon=False)
+    fig.suptitle(f"DPPO trust region delta {delta:g}, weight capped at {trunc:g}", fontsize=10)
+    text = table(rows, ["loss", "A", "p_old", "c != 0 from r", "to r", "plotted to"],
+                 ["s", "s", ".1f", ".3f", ".3f", ".3f"])
+    return text, fig
+
+
+def _ppo_curve(sign):
+    r = torch.linspace(0.02, 4.0, 800, dtype=torch.float64)
+    return r, loss_lib.grad_coefficient("ppo", r, sign)
