@@ -36,8 +36,15 @@ WAIT_MS = int(os.environ.get("COURSE_BROWSER_WAIT_MS", 180_000))
 
 # The chapters whose panels the layout test draws at a small laptop's width: the cells it runs (the
 # imports, then each panel)
-PANEL_CELLS = {"01_ppo_clip_and_gae": (1, 14, 24), "03_loss_aggregation": (1, 21),
-               "05_ratios_and_clipping": (1, 12, 43)}
+def _panel_cells(name: str) -> tuple:
+    """The setup cell (index 1) and every cell that shows a panel (calls a ``*_panel(...)``), found
+    by content so that a cell added above one does not point the test at the wrong cell."""
+    cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    return (1, *(i for i, c in enumerate(cells) if c["cell_type"] == "code" and "_panel(" in "".join(c["source"])))
+
+
+PANEL_CELLS = {name: _panel_cells(name) for name in ("01_ppo_clip_and_gae", "03_loss_aggregation",
+                                                     "05_ratios_and_clipping")}
 
 
 def _free_port() -> int:
