@@ -133,11 +133,11 @@ class ToyConfig:
         order, without the schedule itself. A run without changes returns itself."""
         if not self.changes or step < self.changes[0][0]:
             return self
-        merged = {}
-        for onset, items in self.changes:
-            if onset <= step:
-                merged.update(dict(items))
-        return replace(self, changes=(), **merged)
+        return replace(self, changes=(), **self.knobs_changed_by(step))
+
+    def knobs_changed_by(self, step: int) -> dict:
+        """{knob: value} of every change with onset <= step, later changes overriding earlier ones."""
+        return {k: v for onset, items in self.changes if onset <= step for k, v in items}
 
     def phases(self) -> list["ToyConfig"]:
         """Every config the run uses: the base and the one in force from each change on."""

@@ -46,10 +46,8 @@ def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
     try:
         short = replace(cfg, device="cpu", num_threads=None, warm_steps=min(cfg.warm_steps, WARM_STEPS))
         if cfg.changes:                  # every change at the last fingerprinted step, in order: the
-            merged = {}                  # schedule and the knobs it sets are fingerprinted too
-            for _, knobs in cfg.changes:
-                merged.update(dict(knobs))
-            short = replace(short, changes={steps: merged})
+                                         # schedule and the knobs it sets are fingerprinted too
+            short = replace(short, changes={steps: cfg.knobs_changed_by(cfg.steps)})
         rows = train(short, progress=False, stop_after=steps, dtype=torch.float64).rows
     finally:
         torch.set_num_threads(before)
