@@ -2,6 +2,19 @@
 (the kernels nbval starts inherit this process's environment)."""
 import os
 
+import pytest
+import torch
+
 from course_lib.claims import STRICT_VARIABLE
 
 os.environ[STRICT_VARIABLE] = "strict"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module's toy runs: tiny matmuls gain nothing from two, and a busy
+    machine makes two much slower. A module asks for it with pytestmark = usefixtures("one_thread")."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

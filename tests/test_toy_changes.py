@@ -24,12 +24,7 @@ TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=3
                  lr=3e-3, warmup_steps=1, device="cpu", overlong_penalty=True, overlong_cache=4)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
 
 
 def _values(row):

@@ -36,12 +36,7 @@ EXPECTED_AGG = {name: d["agg"] for name, d in ref.DEFAULTS.items()}   # each los
 EXPECTED_STD = {"dr_grpo": False}                                     # Dr. GRPO: no std; others: std
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
 
 
 def make_models(temperature: float):

@@ -20,13 +20,7 @@ TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=3
                  overlong_penalty=True, overlong_cache=4)   # length-dependent rewards: signal in every group
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One thread: tiny matmuls gain nothing from two, and a busy machine makes two much slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
 
 
 CORE_KEYS = ["reward/mean", "acc/sampled", "acc/heldout", "entropy/mean", "len/all", "kl/ref",
