@@ -8,7 +8,8 @@ Every loss has the signature
 ``logp`` [B, T] carries the gradient; ``old_logp`` [B, T] and ``adv`` ([B] or [B, T]) are treated
 as constants; ``mask`` is bool [B, T]; ``is_weight`` [B, T] is an optional detached TIS/MIS weight
 that multiplies the per-token loss. ``loss`` is the scalar to minimise (papers maximise J; we
-return -J) and ``stats`` a dict of detached floats named as in ``metrics.METRICS``.
+return -J) and ``stats`` a dict of detached floats named as in ``metrics.METRICS`` (0-dim tensors
+inside ``ratios.tensor_stats()``, which the toy trainer uses).
 
 Per-token gradient: d loss / d logp_t = -alpha_t * c(r_t, A_t), with alpha_t the aggregation
 weight (``aggregation.token_weights``) and c the coefficient ``grad_coefficient`` measures.
@@ -29,7 +30,7 @@ from torch import Tensor
 from .aggregation import aggregate
 from .masking import (LOG_RATIO_CLAMP, check_adv, check_eps, check_number, check_seq_adv,
                       check_token_inputs, masked_mean, masked_sum, zero_padding)
-from .ratios import clip_ratio, clip_stats, clipped_surrogate, log_ratio
+from .ratios import clip_ratio, clip_stats, clipped_surrogate, log_ratio, stat
 
 LossFn = Callable[..., "tuple[Tensor, dict[str, float]]"]
 LOSSES: dict[str, LossFn] = {}
@@ -262,8 +263,8 @@ def _dppo(logp, old_logp, adv, mask, divergence, delta_low, delta_high, trunc, a
     loss_tok = -w * adv_tok * zero_padding(logp, mask)                        # [B, T]
     loss = aggregate(_apply_weight(loss_tok, weight), mask, agg, max_len)
     stats = clip_stats(ratio, adv_tok, mask, None, None)
-    stats["clip/low_frac"] = float(masked_mean((~keep & (adv_tok <= 0)).double(), mask))
-    stats["clip/high_frac"] = float(masked_mean((~keep & (adv_tok > 0)).double(), mask))
+    stats["clip/low_frac"] = stat(masked_mean((~keep & (adv_tok <= 0)).double(), mask))
+    stats["clip/high_frac"] = stat(masked_mean((~keep & (adv_tok > 0)).double(), mask))
     return loss, stats
 
 

@@ -47,6 +47,7 @@ METRICS: dict[str, str] = {
     # cost
     "time/sample_s": "Seconds spent sampling this step (all rounds).",
     "time/learn_s": "Seconds spent in the learner's forward/backward/optimiser passes this step.",
+    "time/targets_s": "Seconds spent on the batch's constants before the loss: the no-grad forwards (pi_old when it is recomputed, pi_ref when it runs), advantages, correction weights and their monitors.",
     "time/step_s": "Wall-clock seconds of the whole step (sampling, rewards, recomputing log-probs, learning, evaluation).",
     "time/elapsed_s": "Wall-clock seconds since the start of RL (warm start excluded).",
     "time/elapsed_cpu_s": "CPU seconds used by this process since the start of RL (all threads): on a shared machine a steadier cost measure than wall time.",
@@ -54,6 +55,7 @@ METRICS: dict[str, str] = {
     "speed/learn_tok_s": "Token positions (prompt + response) per second through the learner's forward and backward passes.",
     "flops/sample": "Model FLOPs of this step's sampling, counted as if each token were computed once (KV cache).",
     "flops/learn": "Model FLOPs of this step's learner passes (forward + backward, 6N rule plus attention).",
+    "flops/targets": "Model FLOPs of this step's forwards without gradient: the pi_old recompute (none when pi_old is the loss forward's own log-probs) and the reference forward (when a KL term or a monitor needs it).",
 }
 
 

@@ -4,10 +4,34 @@ Used by ``losses``; shown in chapter 05 (ratios and clipping) and used by the to
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import torch
 from torch import Tensor
 
 from .masking import clamped_log_ratio, masked_mean
+
+
+_TENSOR_STATS = contextvars.ContextVar("tensor_stats", default=False)
+
+
+@contextlib.contextmanager
+def tensor_stats():
+    """Inside the block the losses' statistics are detached 0-dim tensors instead of floats, so a
+    loss call copies nothing back from the device; the toy trainer reads a step's metrics back in
+    one copy. Outside it (chapters, tests, the judge) they are floats."""
+    token = _TENSOR_STATS.set(True)
+    try:
+        yield
+    finally:
+        _TENSOR_STATS.reset(token)
+
+
+def stat(x: Tensor) -> "float | Tensor":
+    """A statistic as a float, or as a detached 0-dim tensor inside ``tensor_stats()``."""
+    x = x.detach()
+    return x if _TENSOR_STATS.get() else float(x)
 
 
 def log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
@@ -43,21 +67,23 @@ def clipped_surrogate(ratio: Tensor, adv_tok: Tensor, eps_low: float, eps_high: 
 
 @torch.no_grad()
 def clip_stats(ratio: Tensor, adv_tok: Tensor, mask: Tensor, eps_low: float | None,
-               eps_high: float | None, prefix: str = "clip") -> dict[str, float]:
+               eps_high: float | None, prefix: str = "clip") -> dict:
     """Detached statistics of a ratio tensor [B, T] over valid tokens (metrics glossary keys).
 
     ``clip/low_frac``: A < 0 and r < 1 - eps_low (the lower clip binds: no gradient under PPO,
     a gradient weighted by the clipped ratio under CISPO);
     ``clip/high_frac``: A > 0 and r > 1 + eps_high (the upper clip binds, likewise);
     ``ratio/outside_frac``: r outside the range whatever the sign of A (cleanrl's clipfrac).
+    Floats, or 0-dim tensors inside ``tensor_stats()``.
     """
     lo, hi = clip_bounds(eps_low, eps_high)
     below, above = (ratio < lo) & mask, (ratio > hi) & mask
     r_valid = torch.where(mask, ratio, torch.full_like(ratio, float("-inf")))
     return {
-        f"{prefix}/low_frac": float(masked_mean((below & (adv_tok < 0)).float(), mask)),
-        f"{prefix}/high_frac": float(masked_mean((above & (adv_tok > 0)).float(), mask)),
-        "ratio/outside_frac": float(masked_mean((below | above).float(), mask)),
-        "ratio/mean": float(masked_mean(ratio, mask)),
-        "ratio/max": float(r_valid.max()) if mask.any() else 0.0,
+        f"{prefix}/low_frac": stat(masked_mean((below & (adv_tok < 0)).float(), mask)),
+        f"{prefix}/high_frac": stat(masked_mean((above & (adv_tok > 0)).float(), mask)),
+        "ratio/outside_frac": stat(masked_mean((below | above).float(), mask)),
+        "ratio/mean": stat(masked_mean(ratio, mask)),
+        # a ratio is > 0, so clamping at 0 changes nothing but the max of no valid token (-inf)
+        "ratio/max": stat(r_valid.max().clamp_min(0.0) if r_valid.numel() else ratio.new_zeros(())),
     }

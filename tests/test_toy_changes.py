@@ -76,7 +76,7 @@ def test_every_piece_of_a_step_sees_the_config_in_force(monkeypatch):
         monkeypatch.setattr(trainer, name, spy)
     real_eval = trainer.heldout_accuracy
     monkeypatch.setattr(trainer, "heldout_accuracy",
-                        lambda m, p, n: seen["eval"].append(n) or real_eval(m, p, n))
+                        lambda m, p, n, *a: seen["eval"].append(n) or real_eval(m, p, n, *a))
     cfg = replace(TINY, changes={2: {"temperature": 0.7, "kl_coef": 0.3}, 4: {"max_new_tokens": 4}})
     h = train(cfg, progress=False)
     want = [cfg.at(s) for s in range(1, cfg.steps + 1)]

@@ -39,7 +39,8 @@ def test_every_loss_variant_runs_and_reports_finite_metrics(name):
         for k in CORE_KEYS:
             if name == "gspo" and k.startswith("clip/"):
                 k = k.replace("clip/", "clip_seq/")
-            assert k in row or k == "acc/heldout", f"{name}: metric {k} missing"
+            optional = k == "acc/heldout" or (k == "kl/ref" and row["step"] % TINY.eval_every)   # evaluations only
+            assert k in row or optional, f"{name}: metric {k} missing"
             assert math.isfinite(row.get(k, 0.0)), f"{name}: {k} = {row.get(k)}"
     assert math.isfinite(hist.last("acc/heldout"))
 

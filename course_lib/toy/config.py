@@ -20,6 +20,9 @@ CHOICES = {
     "correction_level": ("token", "sequence"),
     "lr_schedule": ("constant", "cosine"),
     "verifier": ("exact", "contains"),
+    "precision": ("fp32", "tf32", "bf16"),
+    "sampler_precision": (None, "fp32", "tf32", "bf16"),
+    "old_logp_forward": ("auto", "separate"),
 }
 
 
@@ -30,6 +33,11 @@ class ToyConfig:
     steps: int = 300                   # RL steps (one rollout batch each)
     device: str = "auto"               # "auto": CUDA when available, else CPU; or "cpu" / "cuda"
     num_threads: int | None = None     # torch CPU threads (None: leave torch's setting)
+    precision: str = "fp32"            # the forward passes' arithmetic (policy.compute_precision):
+                                       # "fp32", "tf32" (CUDA only) or "bf16" autocast; weights,
+                                       # optimiser state and log-prob arithmetic stay float32
+    sampler_precision: str | None = None   # the sampler's, when it differs from the learner's (a real
+                                       # train/inference mismatch: chapter 06); None: the learner's
     eval_every: int = 25               # greedy held-out accuracy every this many steps
     n_heldout: int = 500               # held-out prompts (never trained on)
     # --- policy ------------------------------------------------------------------------------
@@ -87,6 +95,12 @@ class ToyConfig:
     correction: str = "none"           # "tis" / "mis": corrections.correction_weights as is_weight
     correction_level: str = "token"
     correction_cap: float = 2.0
+    # --- work the trainer may skip --------------------------------------------------------------
+    monitor_kl_ref: bool = False       # the reference forward every step, for the kl/ref monitor; else
+                                       # only when a KL term is on and on evaluation steps
+    old_logp_forward: str = "auto"     # "auto": with one optimiser step per batch and pi_old from the
+                                       # learner, pi_old is the loss forward's own log-probs, detached
+                                       # (equal by definition); "separate": a no-grad forward first
     # --- changes during the run (chapter 08: failures that begin mid-run) ---------------------
     changes: tuple = ()                # {step: {knob: value}}: from RL step `step` on, the knobs take
                                        # these values (a schedule step, a verifier swap, a sampler that
@@ -172,7 +186,7 @@ CHANGEABLE = ("temperature", "lr", "lr_min", "grad_clip", "loss", "agg", "eps_lo
               "tau_pos", "tau_neg", "std_scaling", "kl_coef", "kl_estimator", "dynamic_sampling",
               "overlong_penalty", "overlong_cache", "verifier", "length_bonus", "mismatch", "logits_noise",
               "stale_steps", "old_logp_source", "correction", "correction_level", "correction_cap",
-              "max_new_tokens")
+              "max_new_tokens", "sampler_precision")
 
 
 def _normalise_changes(changes, steps: int) -> tuple:
@@ -204,10 +218,12 @@ SIZES: dict[str, dict] = {
     # units digits add up to 10 (benchmarks/toy_benchmark.md); this one passes 0.95 in about 2 min
     "cpu": dict(steps=1000, prompts_per_step=64, group_size=8, d_model=128, lr_schedule="cosine",
                 lr=1e-3, lr_min=1e-4, eval_every=50),
-    # not yet measured on a GPU: a wider, deeper policy and 8x the batch
-    "gpu": dict(steps=2000, prompts_per_step=512, group_size=8, n_layer=4, d_model=256, n_head=8,
-                lr=5e-4, lr_schedule="cosine", lr_min=5e-5, warmup_steps=20, warm_steps=2000,
-                warm_lr=1e-3, eval_every=100),
+    # not yet run on a GPU (none was available): sized by estimate to keep one busy. Width 512, 6 layers
+    # (19 M parameters, about 113 MFLOP per learner token), 1024 prompts x G = 16 per step in 4
+    # minibatches, bf16 autocast; benchmarks/toy_training.py prints its FLOPs per token and per step
+    "gpu": dict(steps=500, prompts_per_step=1024, group_size=16, n_layer=6, d_model=512, n_head=8,
+                minibatches=4, precision="bf16", lr=3e-4, lr_schedule="cosine", lr_min=3e-5, warmup_steps=20,
+                warm_steps=2000, warm_batch=1024, warm_lr=1e-3, eval_every=50),
 }
 
 

@@ -37,14 +37,17 @@ NONDETERMINISTIC = ("time/", "speed/")    # wall-clock metrics; every other one 
 
 def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
     """Every metric of step 0 and of the first ``steps`` RL steps of ``cfg`` in float64 after a warm
-    start of at most ``WARM_STEPS`` steps, on one CPU thread: {"step/metric": value}. A config with
+    start of at most ``WARM_STEPS`` steps, on one CPU thread, every monitor on: {"step/metric": value}. A config with
     changes during the run has them all take effect at step ``steps`` (its onsets come later than the
     fingerprinted steps)."""
     from .trainer import train                       # the trainer imports nothing from here
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        short = replace(cfg, device="cpu", num_threads=None, warm_steps=min(cfg.warm_steps, WARM_STEPS))
+        # float64 throughout (autocast leaves float64 alone, so a precision knob would change nothing),
+        # every monitor on (the reference forward every step)
+        short = replace(cfg, device="cpu", num_threads=None, warm_steps=min(cfg.warm_steps, WARM_STEPS),
+                        precision="fp32", sampler_precision=None, monitor_kl_ref=True)
         if cfg.changes:                  # every change at the last fingerprinted step, in order: the
                                          # schedule and the knobs it sets are fingerprinted too
             short = replace(short, changes={steps: cfg.knobs_changed_by(cfg.steps)})

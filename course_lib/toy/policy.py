@@ -7,6 +7,7 @@ values of earlier positions (the KV cache), so no step re-runs the prefix.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -35,10 +36,14 @@ class Block(nn.Module):
         if cache is None:                                        # full forward: causal mask
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:                                                    # incremental: attend to all kept keys
-            if layer in cache:
-                k = torch.cat([cache[layer][0], k], dim=2)       # [B, H, L_past + L, Dh]
-                v = torch.cat([cache[layer][1], v], dim=2)
-            cache[layer] = (k, v)
+            start = cache.get("len", 0)
+            if layer not in cache:                               # preallocated once, written in place
+                shape = (B, self.n_head, cache["size"], D // self.n_head)
+                cache[layer] = (k.new_empty(shape), v.new_empty(shape))
+            k_buf, v_buf = cache[layer]
+            k_buf[:, :, start:start + L] = k
+            v_buf[:, :, start:start + L] = v
+            k, v = k_buf[:, :, :start + L], v_buf[:, :, :start + L]   # [B, H, L_past + L, Dh]
             causal = L > 1                                       # the prompt chunk needs its own mask
             att = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         x = x + self.proj(att.transpose(1, 2).reshape(B, L, D))
@@ -82,6 +87,8 @@ class TinyGPT(nn.Module):
     def forward(self, tokens: Tensor, cache: dict | None = None) -> Tensor:
         start = 0 if cache is None else cache.get("len", 0)
         L = tokens.shape[1]
+        if cache is not None:
+            cache.setdefault("size", self.block_size)
         if start + L > self.block_size:
             raise ValueError(f"sequence of {start + L} tokens exceeds block_size {self.block_size}")
         x = self.tok(tokens) + self.pos(torch.arange(start, start + L, device=tokens.device))
@@ -105,7 +112,36 @@ class TinyGPT(nn.Module):
         return 3 * fwd if backward else fwd
 
 
-def _full_precision(logits: Tensor) -> Tensor:
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+@contextlib.contextmanager
+def compute_precision(precision: str, device: torch.device):
+    """The arithmetic of the forward passes run inside the block; weights, gradients and optimiser
+    state stay float32 whatever it is.
+
+    "fp32": plain float32 matmuls; "tf32": float32 matmuls on CUDA tensor cores (10-bit mantissa
+    products, float32 sums; CUDA only: a CPU has no TF32); "bf16": autocast to bfloat16 (matmuls
+    and attention in bfloat16, which both CUDA and CPU run; reductions such as LayerNorm and the
+    log-softmax of the logits stay float32, see ``full_precision``).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "tf32" and device.type != "cuda":
+        raise ValueError(f"precision='tf32' needs a CUDA device (TF32 is a tensor-core format), got "
+                         f"device {device}; on a CPU use 'fp32' or 'bf16'")
+    with contextlib.ExitStack() as stack:
+        if device.type == "cuda":
+            before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+            stack.callback(lambda: (setattr(torch.backends.cuda.matmul, "allow_tf32", before[0]),
+                                    setattr(torch.backends.cudnn, "allow_tf32", before[1])))
+        if precision == "bf16":
+            stack.enter_context(torch.autocast(device.type, dtype=torch.bfloat16))
+        yield
+
+
+def full_precision(logits: Tensor) -> Tensor:
     """bfloat16 / float16 logits as float32; float32 and float64 ones as they are."""
     return logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
 
@@ -123,13 +159,15 @@ class Rollout:
 @torch.no_grad()
 def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature: float = 1.0,
            greedy: bool = False, generator: torch.Generator | None = None,
-           logits_noise: float = 0.0, use_cache: bool = True) -> Rollout:
+           logits_noise: float = 0.0, use_cache: bool = True, stop_check_every: int = 1) -> Rollout:
     """Sample one response per prompt row with a KV cache. prompts [B, Lp] -> Rollout.
 
     The sampling distribution is softmax(logits / temperature + noise), noise ~ N(0, logits_noise^2)
     drawn per position (a stand-in for an inference engine whose numbers differ from the learner's);
     rollout_logp is the log-prob under that distribution. A finished row keeps feeding PAD, which
     its mask excludes. use_cache=False re-runs the whole prefix every step (for comparison only).
+    Decoding stops early once every row has ended, checked every ``stop_check_every`` tokens: each
+    check reads a flag back from the device (free on a CPU; on a GPU a sync that stalls the queue).
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
@@ -137,7 +175,7 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
     dev = prompts.device
     cache: dict | None = {} if use_cache else None
     seq = prompts
-    logits = _full_precision(model(prompts, cache)[:, -1])                # [B, V]
+    logits = full_precision(model(prompts, cache)[:, -1])                # [B, V]
     toks, logps = [], []
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     for _ in range(max_new_tokens):
@@ -154,13 +192,13 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
                                  logp_all.gather(1, tok[:, None])[:, 0]))
         toks.append(tok)
         done = done | (tok == EOS)
-        if bool(done.all()):
+        if len(toks) % stop_check_every == 0 and bool(done.all()):
             break
         if use_cache:
-            logits = _full_precision(model(tok[:, None], cache)[:, -1])
+            logits = full_precision(model(tok[:, None], cache)[:, -1])
         else:
             seq = torch.cat([prompts, torch.stack(toks, dim=1)], dim=1)
-            logits = _full_precision(model(seq)[:, -1])
+            logits = full_precision(model(seq)[:, -1])
     responses = torch.stack(toks, dim=1)                         # [B, T]
     mask = responses != PAD
     return Rollout(prompts, responses, mask, torch.stack(logps, dim=1) * mask, responses.shape[1])
@@ -170,7 +208,7 @@ def response_logits(model: TinyGPT, prompts: Tensor, responses: Tensor) -> Tenso
     """The learner's full forward: logits [B, T, V] that predicted each response token."""
     seq = torch.cat([prompts, responses], dim=1)                 # [B, Lp + T]
     logits = model(seq[:, :-1])                                  # position i predicts token i + 1
-    return _full_precision(logits[:, prompts.shape[1] - 1:])      # [B, T, V]
+    return full_precision(logits[:, prompts.shape[1] - 1:])      # [B, T, V]
 
 
 def token_logp(logits: Tensor, responses: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:

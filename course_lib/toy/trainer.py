@@ -4,11 +4,16 @@
   1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
      learner), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length bonus); with
      dynamic sampling, keep only groups with signal and sample again until P groups remain -> a ``Batch``
-  2. ``learn``: the learner recomputes log pi_old and log pi_ref without gradient, the advantages
-     come from advantages.group_advantages (or rloo_advantages), corrections.correction_weights
-     gives the TIS/MIS weight against the sampler's log-probs (``targets``); then for each epoch and
-     minibatch of whole groups one optimiser step on ``policy_loss``:
+  2. ``learn``: log pi_old (the learner's recompute without gradient or, with one optimiser step per
+     batch, the loss forward's own log-probs detached: the same numbers) and log pi_ref (only when a
+     KL term, an evaluation step or ``monitor_kl_ref`` needs it), the advantages from
+     advantages.group_advantages (or rloo_advantages), corrections.correction_weights for the TIS/MIS
+     weight against the sampler's log-probs (``targets``); then for each epoch and minibatch of whole
+     groups one optimiser step on ``policy_loss``:
      loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
+Forward passes run in ``cfg.precision`` (``policy.compute_precision``: float32, TF32 on CUDA, or
+bfloat16 autocast), the sampler's in ``cfg.sampler_precision`` when set; a step's metrics stay on
+the device until one copy reads them all back (``read_back``).
 The loss functions come from ``losses.resolve_loss`` (a registered name or a callable), and a loss's
 own defaults (its aggregation, whether its advantage divides by the std) are read from the loss:
 this file contains no loss, advantage, aggregation, KL or correction formula of its own.
@@ -27,13 +32,13 @@ import torch
 from torch import Tensor
 from tqdm import tqdm          # the text bar: in a notebook it writes to a display line (below)
 
-from .. import advantages, corrections, kl, losses, rewards
+from .. import advantages, corrections, kl, losses, ratios, rewards
 from ..aggregation import aggregate
 from ..masking import masked_mean
 from ..metrics import check_keys
 from .config import ToyConfig
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .policy import TinyGPT, response_logits, sample, token_logp
+from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp
 from .task import EOS, PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answers
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
@@ -112,7 +117,8 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     """
     device = device or cfg.resolved_device()
     key = (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
-           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype)
+           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype,
+           cfg.precision)
     if key in _WARM_CACHE:
         return _WARM_CACHE[key]
     t0 = time.perf_counter()
@@ -126,7 +132,7 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     bar = progress_bar(cfg.warm_steps, f"warm start{target}", progress and cfg.warm_steps > 0)
     for step in range(cfg.warm_steps):
         if cfg.warm_target is not None and step % 10 == 0:
-            acc = heldout_accuracy(model, probe, cfg.max_new_tokens)
+            acc = heldout_accuracy(model, probe, cfg.max_new_tokens, cfg.precision)
             bar.set_postfix_str(f"greedy acc {acc:.3f}", refresh=False)
             if acc >= cfg.warm_target:
                 bar.total = step                    # reached: the bar ends full, not stalled
@@ -136,8 +142,9 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
         idx = torch.randint(len(train_prompts), (cfg.warm_batch,), generator=g)
         prompts = train_prompts[idx]
         answers = imperfect_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
-        seq = torch.cat([prompts, answers], dim=1).to(device)                 # [N, Lp + T]
-        logits = model(seq[:, :-1])[:, PROMPT_LEN - 1:]                        # [N, T, V]
+        seq = to_device(torch.cat([prompts, answers], dim=1), device)          # [N, Lp + T]
+        with compute_precision(cfg.precision, device):
+            logits = full_precision(model(seq[:, :-1])[:, PROMPT_LEN - 1:])     # [N, T, V]
         target_tok = seq[:, PROMPT_LEN:]                                       # [N, T]
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  target_tok.reshape(-1), ignore_index=PAD)
@@ -152,9 +159,10 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
 
 
 @torch.no_grad()
-def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int) -> float:
+def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32") -> float:
     """Greedy-decoding accuracy on the given prompts."""
-    roll = sample(model, prompts, max_new_tokens, greedy=True)
+    with compute_precision(precision, prompts.device):
+        roll = sample(model, prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
     return float(AdditionTask.reward(prompts, roll.responses).mean())
 
 
@@ -170,6 +178,29 @@ def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def to_device(t: Tensor, device: torch.device) -> Tensor:
+    """A CPU tensor on ``device``; to a GPU from pinned memory without blocking the host."""
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
+def stop_check_every(device: torch.device) -> int:
+    """How often the sampler asks whether every row has ended: each answer is a host sync on a GPU
+    (the queue drains), free on a CPU, where checking every token keeps the fewest decoding steps."""
+    return 1 if device.type != "cuda" else 8
+
+
+def read_back(metrics: dict) -> dict:
+    """A step's metrics with every tensor among them read back to the host in one copy (float64,
+    which holds a float32 value exactly: the floats are those float(tensor) gives one by one)."""
+    keys = [k for k, v in metrics.items() if isinstance(v, Tensor)]
+    if not keys:
+        return dict(metrics)
+    values = torch.stack([metrics[k].detach().reshape(()).double() for k in keys]).tolist()
+    return {**metrics, **dict(zip(keys, values))}
 
 
 def _pad_cat(tensors: list, value) -> Tensor:
@@ -218,6 +249,10 @@ def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor) -> Tensor:
 def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool):
     """The first ``n_groups`` groups of the rounds' rollouts (with ``filter_signal``: only groups
     whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept."""
+    if not filter_signal and len(rolls) == 1:           # everything kept: no gather (a sync on a GPU)
+        ro, r = rolls[0], round_rewards[0]
+        cut = n_groups * G
+        return Batch(ro.prompts[:cut], ro.responses[:cut], ro.mask[:cut], ro.rollout_logp[:cut], r[:cut])
     keep = [advantages.signal_groups(r, G).repeat_interleave(G) if filter_signal
             else torch.ones_like(r, dtype=torch.bool) for r in round_rewards]       # [B] per round
     n_keep = min(sum(int(k.sum()) for k in keep) // G, n_groups)
@@ -240,11 +275,12 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
     rolls, shaped, correct, lengths, truncated = [], [], [], [], []
     seconds, tokens, flops = 0.0, 0, 0.0
     for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
-        idx = torch.randint(len(train_prompts), (P,), generator=cpu_gen).to(device)
+        idx = to_device(torch.randint(len(train_prompts), (P,), generator=cpu_gen), device)
         prompts = train_prompts[idx].repeat_interleave(G, dim=0)           # [B, Lp], groups contiguous
         _sync(device); t0 = time.perf_counter()
-        roll = sample(sampler, prompts, T_max, temperature=cfg.temperature, generator=gen,
-                      logits_noise=noise)
+        with compute_precision(cfg.sampler_precision or cfg.precision, device):
+            roll = sample(sampler, prompts, T_max, temperature=cfg.temperature, generator=gen,
+                          logits_noise=noise, stop_check_every=stop_check_every(device))
         _sync(device); seconds += time.perf_counter() - t0
         tokens += roll.responses.numel()
         flops += P * G * (PROMPT_LEN + roll.steps - 1) * flops_per_token((PROMPT_LEN + roll.steps) / 2)
@@ -263,17 +299,22 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
                      torch.cat(truncated), seconds, tokens, flops)
 
 
+def _mean_where(x: Tensor, m: Tensor) -> Tensor:
+    """Mean of x [N] over m [N] bool without a gather (NaN when m is empty); x holds whole numbers
+    here, so the sum is exact and the value is that of x[m].mean()."""
+    m = m.to(x.dtype)
+    return (x * m).sum() / m.sum()
+
+
 def sampling_metrics(c: Collected, G: int) -> dict:
-    """Metrics of everything drawn this step (before the filter)."""
+    """Metrics of everything drawn this step (before the filter); tensors, read back with the step's."""
     rew, cor, lens = c.rewards, c.correct, c.lengths.float()
     n_groups = len(rew) // G
-    return {"reward/mean": float(rew.mean()), "acc/sampled": float(cor.mean()),
-            "len/all": float(lens.mean()),
-            "len/correct": float(lens[cor > 0].mean()) if (cor > 0).any() else float("nan"),
-            "len/wrong": float(lens[cor == 0].mean()) if (cor == 0).any() else float("nan"),
-            "groups/zero_signal_frac": 1.0 - float(advantages.signal_groups(rew, G).float().sum()) / n_groups,
-            "reward/group_std": float(rew.view(-1, G).std(dim=1).mean()),
-            "len/truncated_frac": float(c.truncated.float().mean()),
+    return {"reward/mean": rew.mean(), "acc/sampled": cor.mean(), "len/all": lens.mean(),
+            "len/correct": _mean_where(lens, cor > 0), "len/wrong": _mean_where(lens, cor == 0),
+            "groups/zero_signal_frac": 1.0 - advantages.signal_groups(rew, G).double().sum() / n_groups,
+            "reward/group_std": rew.view(-1, G).std(dim=1).mean(),
+            "len/truncated_frac": c.truncated.float().mean(),
             "samples/step": len(rew), "time/sample_s": c.seconds,
             "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops}
 
@@ -327,24 +368,44 @@ class Targets:
     """The constants of the loss, fixed once per batch before the update."""
     adv: Tensor                 # [B]
     old_logp: Tensor            # [B, T] pi_old: the learner's recompute or the sampler's log-probs
-    ref_logp: Tensor            # [B, T] the reference (warm-start) policy
+    ref_logp: Tensor | None     # [B, T] the reference (warm-start) policy; None when not computed
     is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
 
 
-def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float):
-    """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]."""
-    return token_logp(response_logits(model, prompts, responses), responses, temperature)
+def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float,
+                 precision: str = "fp32"):
+    """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]
+    (the forward in ``precision``, the log-softmax of float32 logits)."""
+    with compute_precision(precision, prompts.device):
+        logits = response_logits(model, prompts, responses)
+    return token_logp(logits, responses, temperature)
+
+
+def reuses_loss_forward(cfg: ToyConfig) -> bool:
+    """Whether pi_old is the loss forward's own log-probs, detached: one optimiser step per batch
+    and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
+    the same numbers (TRL skips it there too)."""
+    return (cfg.old_logp_forward == "auto" and cfg.epochs * cfg.minibatches == 1
+            and cfg.old_logp_source == "learner")
 
 
 @torch.no_grad()
-def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT,
-            batch: Batch) -> tuple[Targets, dict]:
-    """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics."""
+def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
+            with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None) -> tuple[Targets, dict]:
+    """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
+
+    ``learner``: the learner's (logp, logp_all) of the batch, detached, when its loss forward has
+    computed them already; else a forward without gradient computes them. ``with_ref``: run the
+    reference forward (for the KL term and the ``kl/ref`` monitor)."""
     mask = batch.mask
-    recomputed, logp_all = learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
+    recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
+                                                   cfg.precision)
     rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
     adv = ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling)         # [B]
-    ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature)
+    ref_logp = ref_all = None
+    if with_ref:
+        ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature,
+                                         cfg.precision)
     old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
     is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
                                                cfg.correction_cap, cfg.correction_level)
@@ -354,25 +415,27 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     else:                                   # logp_all * T = logits - const: the policy at T = 1
         logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
         entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
-    gap = (recomputed - batch.rollout_logp).abs()[mask]
-    metrics = {
-        "entropy/mean": float(masked_mean(entropy, mask)),
-        "entropy/t1": float(masked_mean(entropy_t1, mask)),
-        "kl/ref": float(masked_mean(kl.categorical_kl(logp_all, ref_all), mask)),
-        "mismatch/abs_logratio_p99": float(torch.quantile(gap.float(), 0.99)) if gap.numel() else 0.0,
-        "mismatch/abs_logratio_max": float(gap.max()) if gap.numel() else 0.0,
-        "is/weight_mean": 1.0 if is_weight is None else float(masked_mean(is_weight, mask)),
-        "is/zero_frac": 0.0 if is_weight is None else float(masked_mean((is_weight == 0).float(), mask)),
-        "adv/pos_token_frac": float(masked_mean((adv[:, None] > 0).expand_as(mask).float(), mask)),
+    gap = (recomputed - batch.rollout_logp).abs()                                 # [B, T]
+    nan = torch.full_like(gap, float("nan"))
+    metrics = {             # every row has a valid token (its EOS or its last), so no mean is empty
+        "entropy/mean": masked_mean(entropy, mask),
+        "entropy/t1": masked_mean(entropy_t1, mask),
+        "mismatch/abs_logratio_p99": torch.nanquantile(torch.where(mask, gap, nan).float().reshape(-1), 0.99),
+        "mismatch/abs_logratio_max": torch.where(mask, gap, torch.full_like(gap, -float("inf"))).max(),
+        "is/weight_mean": 1.0 if is_weight is None else masked_mean(is_weight, mask),
+        "is/zero_frac": 0.0 if is_weight is None else masked_mean((is_weight == 0).float(), mask),
+        "adv/pos_token_frac": masked_mean((adv[:, None] > 0).expand_as(mask).float(), mask),
     }
+    if with_ref:
+        metrics["kl/ref"] = masked_mean(kl.categorical_kl(logp_all, ref_all), mask)
     return Targets(adv, old_logp, ref_logp, is_weight), metrics
 
 
-def policy_loss(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets,
+def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
                 rows: Tensor) -> tuple[Tensor, Tensor, Tensor | None, dict]:
-    """The loss on the responses ``rows`` [b]: (total, policy part, KL part or None, loss stats)."""
+    """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T]:
+    (total, policy part, KL part or None, loss stats)."""
     m = batch.mask[rows]
-    logp, _ = learner_logp(model, batch.prompts[rows], batch.responses[rows], cfg.temperature)   # [b, T]
     extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
     pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
     if cfg.kl_coef == 0:
@@ -382,47 +445,92 @@ def policy_loss(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, 
     return pg_loss + cfg.kl_coef * kl_term, pg_loss, kl_term, stats
 
 
-def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets,
+def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
            after_step: Callable[[], None] = lambda: None) -> dict:
-    """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics."""
+    """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
+    where computed on the device).
+
+    ``tg``: the batch's Targets, or (one optimiser step, ``reuses_loss_forward``) a function
+    (logp, logp_all) of the whole batch, detached, in batch order -> Targets, called once on the
+    loss forward's own log-probs."""
     G = cfg.group_size
     n_groups = len(batch.rewards) // G
     mb_groups = max(n_groups // cfg.minibatches, 1)
-    sums: dict = collections.defaultdict(float)
+    sums: dict = {}
     ratio_max, n_updates, tokens, flops = 0.0, 0, 0, 0.0
     ctx = PROMPT_LEN + batch.responses.shape[1]
-    for _ in range(cfg.epochs):
-        order = torch.randperm(n_groups, generator=cpu_gen)
-        for start in range(0, n_groups, mb_groups):
-            grp = order[start: start + mb_groups]
-            rows = (grp[:, None] * G + torch.arange(G)).reshape(-1).to(batch.mask.device)   # [b]
-            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, model, batch, tg, rows)
-            lr = lr_for()
-            for group in opt.param_groups:
-                group["lr"] = lr
-            opt.zero_grad(set_to_none=True)
-            total.backward()
-            gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            after_step()
-            sums["loss/policy"] += float(pg_loss.detach())
-            sums["loss/total"] += float(total.detach())
-            sums["grad/norm"] += float(gnorm)
-            if kl_term is not None:
-                sums["kl/penalty"] += float(kl_term.detach())
-            for k, v in stats.items():
-                if k == "ratio/max":
-                    ratio_max = max(ratio_max, v)
-                else:
-                    sums[k] += v
-            n_updates += 1
-            tokens += len(rows) * (ctx - 1)
-            flops += len(rows) * (ctx - 1) * model.flops_per_token(ctx / 2)
+    with ratios.tensor_stats():
+        for _ in range(cfg.epochs):
+            order = torch.randperm(n_groups, generator=cpu_gen)
+            for start in range(0, n_groups, mb_groups):
+                grp = order[start: start + mb_groups]
+                rows = to_device((grp[:, None] * G + torch.arange(G)).reshape(-1), batch.mask.device)   # [b]
+                logp, logp_all = learner_logp(model, batch.prompts[rows], batch.responses[rows],
+                                              cfg.temperature, cfg.precision)                    # [b, T]
+                if callable(tg):                     # the whole batch, permuted: back to batch order
+                    inv = torch.empty_like(rows)
+                    inv[rows] = torch.arange(len(rows), device=rows.device)
+                    tg = tg(logp.detach()[inv], logp_all.detach()[inv])
+                total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows)
+                lr = lr_for()
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                opt.zero_grad(set_to_none=True)
+                total.backward()
+                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                opt.step()
+                after_step()
+                step_stats = {"loss/policy": pg_loss, "loss/total": total, "grad/norm": gnorm,
+                              **({} if kl_term is None else {"kl/penalty": kl_term}), **stats}
+                for k, v in step_stats.items():          # float64 sums: the sums of float(v)
+                    v = v.detach().double() if isinstance(v, Tensor) else v
+                    if k == "ratio/max":
+                        ratio_max = torch.maximum(torch.as_tensor(ratio_max, dtype=torch.float64), v) \
+                            if isinstance(v, Tensor) else max(ratio_max, v)
+                    else:
+                        sums[k] = sums.get(k, 0.0) + v
+                n_updates += 1
+                tokens += len(rows) * (ctx - 1)
+                flops += len(rows) * (ctx - 1) * model.flops_per_token(ctx / 2)
     out = {k: v / n_updates for k, v in sums.items()}
     out.setdefault("kl/penalty", 0.0)
     out.update({"ratio/max": ratio_max, "lr": lr, "learn_tokens": tokens, "flops/learn": flops})
-    return out
+    return out, tg
+
+
+def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, opt, batch: Batch,
+          cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
+          *, with_ref: bool = True) -> tuple[dict, Targets]:
+    """One batch learned: ``targets`` (advantages, pi_old, pi_ref, corrections), then ``update``
+    -> (the step's learning metrics, tensors among them; the Targets used).
+
+    With ``reuses_loss_forward(cfg)`` there is no separate pi_old forward: ``targets`` reads the
+    loss forward's own log-probs. ``with_ref``: run the reference forward (needed by a KL term; the
+    trainer also runs it on evaluation steps and with ``monitor_kl_ref``)."""
+    device = batch.mask.device
+    spent = {"targets": 0.0}
+    target_metrics: dict = {}
+
+    def make_targets(logp=None, logp_all=None) -> Targets:
+        _sync(device); t = time.perf_counter()
+        tg, m = targets(cfg, setup, model, ref_model, batch, with_ref=with_ref,
+                        learner=None if logp is None else (logp, logp_all))
+        _sync(device); spent["targets"] = time.perf_counter() - t
+        target_metrics.update(m)
+        return tg
+    fused = reuses_loss_forward(cfg)
+    _sync(device); t0 = time.perf_counter()
+    learned, tg = update(cfg, setup, model, opt, batch, make_targets if fused else make_targets(),
+                         cpu_gen, lr_for, after_step)
+    _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
+    tokens = learned.pop("learn_tokens")
+    ctx = PROMPT_LEN + batch.responses.shape[1]
+    passes = (0 if fused else 1) + int(with_ref)              # forwards without gradient
+    return {**target_metrics, **learned, "time/learn_s": t_learn, "time/targets_s": spent["targets"],
+            "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
+            "flops/targets": passes * len(batch.rewards) * (ctx - 1)
+            * model.flops_per_token(ctx / 2, backward=False)}, tg
 
 
 # ----------------------------------------------------------------------------------------------
@@ -471,7 +579,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
         if c not in setups:
             setups[c] = loss_setup(c)
         return setups[c]
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0,
+                            fused=True if device.type == "cuda" else None)   # one kernel per step on a GPU
     total_opt_steps = cfg.steps * cfg.epochs * cfg.minibatches
     opt_steps = 0
 
@@ -486,7 +595,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     flops_per_token = lambda ctx: model.flops_per_token(ctx, backward=False)   # noqa: E731
 
     hist = History(config=config_record(cfg), warm_start_s=warm_s)
-    hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens),
+    hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens,
+                                                                 cfg.precision),
                       "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
     drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
     n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
@@ -506,20 +616,18 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
         row = {"step": step, **sampling_metrics(got, cfg.group_size), "samples/drawn": drawn}
 
         # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
+        evaluating = step % cfg.eval_every == 0 or step == cfg.steps
         if got.batch is not None:                                     # else nothing to learn from
-            setup = setup_for(now_cfg)
-            tg, target_metrics = targets(now_cfg, setup, model, ref_model, got.batch)
-            _sync(device); t0 = time.perf_counter()
-            learned = update(now_cfg, setup, model, opt, got.batch, tg, cpu_gen, next_lr, after_opt_step)
-            _sync(device); t_learn = time.perf_counter() - t0
-            tokens = learned.pop("learn_tokens")
-            row.update({**target_metrics, **learned, "time/learn_s": t_learn,
-                        "speed/learn_tok_s": tokens / max(t_learn, 1e-9)})
+            learned, _ = learn(now_cfg, setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
+                               next_lr, after_opt_step,
+                               with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating)
+            row.update(learned)
 
         # ---- 3. evaluate and record -------------------------------------------------------
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            row["acc/heldout"] = heldout_accuracy(model, held_prompts, now_cfg.max_new_tokens)
+        if evaluating:
+            row["acc/heldout"] = heldout_accuracy(model, held_prompts, now_cfg.max_new_tokens, now_cfg.precision)
             bar.set_postfix_str(f"held-out acc {row['acc/heldout']:.3f}", refresh=False)
+        row = read_back(row)
         now = time.perf_counter()
         row.update({"time/step_s": now - t_step, "time/elapsed_s": now - t_start,
                     "time/elapsed_cpu_s": time.process_time() - cpu_start})
