@@ -71,14 +71,14 @@ def stored_runs(out_dir: str) -> dict:
     variables): the same config gives the same run there, but another CPU's float rounding gives
     another warm start."""
     from course_lib.toy.experiments import to_columns
-    from course_lib.toy.history import environment
+    from course_lib.toy.history import replays_here
     found = {}
     for fname in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
         if fname.startswith("toy_") and fname.endswith(".json"):
             with open(os.path.join(out_dir, fname)) as f:
                 raw = json.load(f)
-            if raw.get("meta", {}).get("environment") != environment():
-                continue                       # another machine's float rounding: not this run
+            if not replays_here(raw.get("meta", {}).get("environment")):
+                continue                       # another machine's float rounding, or a GPU's: not this run
             made = raw.get("meta", {}).get("finished", "?")
             for hists in raw.get("runs", {}).values():
                 for h in hists:
@@ -153,7 +153,7 @@ def main(argv=None) -> None:
                 "steps": steps_of(name), "command": command.strip(), "threads_per_run": a.threads,
                 "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
                            f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
-                "environment": environment(),
+                "environment": environment(make_config("smoke").resolved_device()),
                 "fingerprints": {label: fingerprint(cfg) for label, cfg in first.items()},
                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "copied_from_stored_files": copied[name],

@@ -28,7 +28,9 @@ class Comparison:
             raise ValueError(f"keys must start with the tested metric {self.metric!r}, got {self.keys!r}")
 
     def configs(self, base: ToyConfig, *, seed: int, steps: int | None = None) -> dict:
-        cfg = replace(base, **self.base, seed=seed, **({"steps": steps} if steps else {}))
+        """{label: config}; every stored run records the kl/ref monitor at every step (the chapters
+        plot it), so the reference forward runs every step here even without a KL term."""
+        cfg = replace(base, monitor_kl_ref=True, **self.base, seed=seed, **({"steps": steps} if steps else {}))
         return {label: replace(cfg, **kw) for label, kw in self.variants.items()}
 
 
@@ -104,6 +106,18 @@ COMPARISONS: dict[str, Comparison] = {
                   "T 1.3, G 8": dict(temperature=1.3),
                   "T 1.0, G 4": dict(group_size=4, prompts_per_step=128),
                   "T 1.0, G 16": dict(group_size=16, prompts_per_step=32)}),
+    "precision_mismatch": Comparison(
+        claim="A sampler in bfloat16 autocast and a learner in float32 disagree on every token's "
+              "log-prob (a real train/inference mismatch, Qi et al. 2025); with pi_old recomputed by the "
+              "learner, TIS and MIS reweight the update by that gap.",
+        metric="mismatch/abs_logratio_p99",
+        keys=("mismatch/abs_logratio_p99", "acc/heldout", "is/weight_mean", "is/zero_frac"),
+        steps=100,
+        base=dict(loss="grpo", sampler_precision="bf16"),
+        variants={"sampler fp32 (= learner)": dict(sampler_precision=None),
+                  "sampler bf16, no correction": dict(correction="none"),
+                  "sampler bf16 + TIS (cap 2)": dict(correction="tis"),
+                  "sampler bf16 + MIS (cap 2)": dict(correction="mis")}),
     "all_losses": Comparison(
         claim="Every loss in the registry (and RLOO advantages) trains the toy policy with its own "
               "defaults, one gradient step per batch, the same seeds and the same batches.",

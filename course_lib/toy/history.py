@@ -131,18 +131,36 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def environment() -> dict:
+def environment(device=None) -> dict:
     """Everything a stored run's float32 numbers depend on beyond its config: the PyTorch build
     (version, and a digest of its build configuration: BLAS, MKL and oneDNN versions), the CPU
-    (MKL and oneDNN pick their kernels by vendor and model, ATen by its capability flag) and the
-    variables that steer those choices. A run replays digit for digit only where all of it is the
-    same; elsewhere ``toy.fingerprint`` checks it."""
+    (MKL and oneDNN pick their kernels by vendor and model, ATen by its capability flag), the
+    variables that steer those choices, and the device the run used (on CUDA also the GPU and the
+    CUDA and cuDNN versions). A run replays digit for digit only where all of it is the same and the
+    device is a CPU (``replays_here``); elsewhere ``toy.fingerprint`` checks it."""
     import hashlib
     import os
     import platform
 
     import torch
     build = hashlib.sha256(torch.__config__.show().encode()).hexdigest()[:12]
-    return {"torch": torch.__version__, "build": build, "machine": platform.machine(), "cpu": cpu_model(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "float_path_variables": {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ}}
+    env = {"torch": torch.__version__, "build": build, "machine": platform.machine(), "cpu": cpu_model(),
+           "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+           "float_path_variables": {k: os.environ[k] for k in FLOAT_PATH_VARIABLES if k in os.environ},
+           "device": "cpu"}
+    device = torch.device(device if device is not None else "cpu")
+    if device.type == "cuda":
+        env.update(device=str(device), gpu=torch.cuda.get_device_name(device), cuda=torch.version.cuda,
+                   cudnn=torch.backends.cudnn.version())
+    return env
+
+
+def replays_here(env: dict | None) -> bool:
+    """Whether a run made in ``env`` gives the same float32 numbers here: only a run made on a CPU in
+    this same environment. A CUDA run never does, even on the same GPU: attention's backward and
+    cuBLAS's split reductions sum in an order that changes from run to run. (A file from before the
+    device was recorded was made on a CPU.)"""
+    if not env:
+        return False
+    env = {"device": "cpu", **env}
+    return env["device"] == "cpu" and env == environment()
