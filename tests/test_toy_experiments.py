@@ -74,3 +74,18 @@ def test_toy_results_never_copies_a_run_made_in_another_environment(tmp_path):
     tr = _toy_results()
     _stored_copy(tmp_path, {"torch": "2.13.0+cpu", "cpu_capability": "some other CPU"})
     assert tr.stored_runs(str(tmp_path)) == {}
+
+
+def test_a_cuda_run_is_never_copied_or_replayed_and_a_file_without_a_device_was_a_cpus(tmp_path):
+    from course_lib.toy.history import environment, replays_here
+    tr = _toy_results()
+    here = environment()
+    assert here["device"] == "cpu" and replays_here(here)
+    old = {k: v for k, v in here.items() if k != "device"}          # made before the device was recorded
+    assert replays_here(old)
+    cuda = {**here, "device": "cuda:0", "gpu": "NVIDIA H200", "cuda": "12.8", "cudnn": 91000}
+    assert not replays_here(cuda) and not replays_here(None)
+    _stored_copy(tmp_path, cuda)                  # the same machine, but the run was made on its GPU
+    assert tr.stored_runs(str(tmp_path)) == {}
+    _stored_copy(tmp_path, old)
+    assert len(tr.stored_runs(str(tmp_path))) == 6
