@@ -447,9 +447,9 @@ def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg
 
 def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
-           after_step: Callable[[], None] = lambda: None) -> dict:
-    """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
-    where computed on the device).
+           after_step: Callable[[], None] = lambda: None) -> tuple[dict, Targets]:
+    """Epochs x minibatches of whole groups, one optimiser step each -> (the update's metrics, tensors
+    where computed on the device; the Targets used).
 
     ``tg``: the batch's Targets, or (one optimiser step, ``reuses_loss_forward``) a function
     (logp, logp_all) of the whole batch, detached, in batch order -> Targets, called once on the
@@ -458,7 +458,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     n_groups = len(batch.rewards) // G
     mb_groups = max(n_groups // cfg.minibatches, 1)
     sums: dict = {}
-    ratio_max, n_updates, tokens, flops = 0.0, 0, 0, 0.0
+    maxima, n_updates, tokens, flops = [], 0, 0, 0.0
     ctx = PROMPT_LEN + batch.responses.shape[1]
     with ratios.tensor_stats():
         for _ in range(cfg.epochs):
@@ -486,8 +486,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
                 for k, v in step_stats.items():          # float64 sums: the sums of float(v)
                     v = v.detach().double() if isinstance(v, Tensor) else v
                     if k == "ratio/max":
-                        ratio_max = torch.maximum(torch.as_tensor(ratio_max, dtype=torch.float64), v) \
-                            if isinstance(v, Tensor) else max(ratio_max, v)
+                        maxima.append(torch.as_tensor(v, dtype=torch.float64, device=batch.mask.device))
                     else:
                         sums[k] = sums.get(k, 0.0) + v
                 n_updates += 1
@@ -495,7 +494,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
                 flops += len(rows) * (ctx - 1) * model.flops_per_token(ctx / 2)
     out = {k: v / n_updates for k, v in sums.items()}
     out.setdefault("kl/penalty", 0.0)
-    out.update({"ratio/max": ratio_max, "lr": lr, "learn_tokens": tokens, "flops/learn": flops})
+    out.update({"ratio/max": torch.stack(maxima).max().clamp_min(0.0) if maxima else 0.0, "lr": lr, "learn_tokens": tokens, "flops/learn": flops})
     return out, tg
 
 
