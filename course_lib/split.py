@@ -186,16 +186,22 @@ STRATEGIES: dict[str, Callable[[Piece], tuple[float, int]]] = {
 }
 
 
+def make_piece(mask: Tensor, rank_counts: Tensor, global_counts: Tensor, mode: str, world_size: int,
+               n_micro: int, max_len: int) -> Piece:
+    """The context of one micro-batch (mask [b, T]) from its rank's and the batch's ``local_counts``."""
+    longest = int(mask.sum(dim=1).max()) if mask.shape[0] else 0
+    return Piece(_count(local_counts(mask), mode), _count(rank_counts, mode), _count(global_counts, mode),
+                 world_size, n_micro, max_len, longest)
+
+
 def _pieces(mask: Tensor, split: Split, mode: str, max_len: int):
     """Yield (rank, rows, Piece) for every micro-batch of the split."""
-    total = _count(local_counts(mask), mode)
+    total = local_counts(mask)
     for r, rank in enumerate(split.rows):
-        rank_count = _count(local_counts(mask[split.rank_rows(r)]), mode)
+        rank_counts = local_counts(mask[split.rank_rows(r)])
         for rows in rank:
-            m = mask[rows]
-            longest = int(m.sum(dim=1).max()) if len(rows) else 0
-            yield r, rows, Piece(_count(local_counts(m), mode), rank_count, total, split.world_size,
-                                 split.n_micro, max_len, longest)
+            yield r, rows, make_piece(mask[rows], rank_counts, total, mode, split.world_size,
+                                      split.n_micro, max_len)
 
 
 def _check_split(split: Split, batch_size: int) -> None:
@@ -304,3 +310,30 @@ def std_from_moments(m: Tensor) -> float:
     if n < 2:
         raise ValueError(f"a std needs at least 2 values, got count {n:g}")
     return max(ss - s * s / n, 0.0) ** 0.5 / (n - 1) ** 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's tables
+# ---------------------------------------------------------------------------------------------
+def spread_lengths(batch_size: int, mean_len: int, spread: float, seed: int = 0) -> Tensor:
+    """Response lengths [B]: mean_len * exp(spread * z), z standard normal, rounded, in [1, 4 mean_len].
+    spread 0 gives equal lengths."""
+    check_int(batch_size, "batch_size")
+    check_int(mean_len, "mean_len")
+    z = torch.randn(batch_size, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return (mean_len * torch.exp(spread * z)).round().clamp(1, 4 * mean_len).long()
+
+
+def ratio_rows(mask: Tensor, split: Split, max_len: int, modes=None, strategies=None) -> list[list]:
+    """[mode, strategy, |g_split| / |g_full|, cosine, lowest and highest ratio of a token's weight to its
+    full-batch weight] of every strategy, from the gradient with respect to each token's loss."""
+    from .aggregation import token_weights
+    rows = []
+    for mode in modes or list(MODES):
+        full = token_weights(mask, mode, max_len)
+        for strategy in strategies or list(STRATEGIES):
+            w = split_weights(mask, split, mode, strategy, max_len)
+            norm, cos = gradient_ratio(w, full)
+            per_token = w[mask] / full[mask]
+            rows.append([mode, strategy, norm, cos, float(per_token.min()), float(per_token.max())])
+    return rows
