@@ -159,7 +159,8 @@ def one_process_gradient(batch: dict, case: GradCase) -> Tensor:
 
 
 def _ddp_rank(rank: int, world_size: int, payload: dict) -> dict:
-    """On one rank: each case's DDP-averaged gradient, and the batch std from all-reduced moments."""
+    """On one rank: each case's DDP-averaged gradient, and the batch std from all-reduced moments.
+    """
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     batch, cases = payload["batch"], payload["cases"]
@@ -168,7 +169,8 @@ def _ddp_rank(rank: int, world_size: int, payload: dict) -> dict:
     for case in cases:
         split = S.split_from_sizes(case.sizes)
         if split.world_size != world_size:
-            raise ValueError(f"case {case} is split over {split.world_size} ranks, not {world_size}")
+            raise ValueError(f"case {case} is split over {split.world_size} ranks, "
+                             f"not {world_size}")
         mask = batch["mask"]
         rank_counts = S.local_counts(mask[split.rank_rows(rank)])
         total = rank_counts.clone()

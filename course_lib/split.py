@@ -120,8 +120,9 @@ def _count(counts: Tensor, mode: str) -> float:
 
 
 def piece_scale(mask: Tensor, mode: str, global_counts: Tensor, world_size: int) -> float:
-    """R * (the piece's count / the batch's count) of what ``mode`` divides by: the factor that turns
-    the piece's own aggregate into its exact share of the full batch's loss, under DDP's average."""
+    """R * (the piece's count / the batch's count) of what ``mode`` divides by: the factor that
+    turns the piece's own aggregate into its exact share of the full batch's loss, under DDP's
+    average."""
     check_choice(mode, "mode", sorted(MODES))
     total = _count(global_counts, mode)
     return 0.0 if total == 0 else world_size * _count(local_counts(mask), mode) / total
