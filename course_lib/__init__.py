@@ -12,6 +12,9 @@ Modules, by concept (dependencies point down the list):
 - ``corrections``  TIS weights and MIS masks (train/inference mismatch)
 - ``losses``       registry of policy losses: PPO/GRPO, DAPO, Dr. GRPO, GSPO, CISPO, SAPO;
                    per-token gradient coefficient c(r, A) by autograd
+- ``split``        every aggregation under micro-batches and data-parallel ranks: the exact per-piece
+                   normaliser, the naive ones, group and batch statistics under a split
+- ``distributed``  the split run on torch.distributed (gloo CPU processes), DDP averaging gradients
 - ``toy``          the toy policy-training chapter (task, policy, config, trainer, experiments)
 - ``metrics``      the glossary: every metric key the trainer logs, defined once
 - ``judge``        the exercise judge behind ``python judge.py`` and the in-notebook ``check``

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_lib import advantages, aggregation, corrections, kl, losses, rewards
+from course_lib import advantages, aggregation, corrections, kl, losses, rewards, split
 from course_lib.judge.registry import EXERCISES, ROOT
 
 SIGNATURES = {   # parameter names and defaults are part of each exercise's contract
@@ -30,6 +30,7 @@ SIGNATURES = {   # parameter names and defaults are part of each exercise's cont
     "diagnose": "(curves)",
     "dppo_tv_loss": "(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0)",
     "reinforce_pp_advantages": "(rewards, mask, gamma=1.0)",
+    "micro_batch_loss": "(loss_tok, mask, n_tokens, world_size, n_micro)",
 }
 
 
@@ -130,6 +131,12 @@ def test_reference_solutions_agree_with_course_lib_on_random_inputs(seed):
     for max_len, cache in ((200, 50), (100, 100), (256, 1)):
         torch.testing.assert_close(SOL["ex11_overlong_penalty"].overlong_penalty(lengths, max_len, cache),
                                    rewards.overlong_penalty(lengths, max_len, cache))
+    counts = split.local_counts(mask)
+    for R, M, rows in ((1, 1, slice(None)), (2, 3, slice(0, 3)), (4, 2, slice(3, 8))):
+        want = _value_and_grad(split.piece_loss, logp[rows], mask[rows], "token-mean", counts, R)
+        got = _value_and_grad(SOL["ex16_split_token_mean"].micro_batch_loss, logp[rows], mask[rows],
+                              int(mask.sum()), R, M)
+        torch.testing.assert_close(got, want)
     for _ in range(20):
         a = (float(torch.rand(1, generator=g)) + 0.01, float(torch.rand(1, generator=g)) * 0.3,
              0.1, 64, 10000)

@@ -34,15 +34,16 @@ class Case:
     sample: bool = False                        # part of `judge.py test --sample`
     out_names: tuple[str, ...] = ()             # names of the parts of a tuple result
     check: Callable[[Any], str | None] | None = None   # extra property: message when violated
-    # a case graded by a score, not by equality: ``call(fn, *args)`` runs the reader's function
-    # (e.g. once per stored run) and ``score(value)`` returns a message when the value falls short
+    # ``call(fn, *args)`` runs the reader's function in a harness (once per stored run, once per
+    # piece of a split batch) instead of calling it once; with ``score(value)`` the case is graded by
+    # a score (a message when the value falls short), without it by equality like any other case
     call: Callable[..., Any] | None = None
     score: Callable[[Any], str | None] | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"Case.kind must be one of {KINDS}, got {self.kind!r}")
-        if (self.call is None) != (self.score is None):
+        if self.score is not None and self.call is None:
             raise ValueError(f"Case {self.name!r}: a scored case needs both call and score")
         if self.grad_wrt is not None and self.grad_wrt not in self.args:
             raise ValueError(f"Case {self.name!r}: grad_wrt={self.grad_wrt!r} is not an argument")

@@ -77,6 +77,8 @@ _CATALOGUE = [
      ("dppo_tv_loss",), "ratio and clip"),
     ("ex15_reinforce_pp", "REINFORCE++ returns and batch whitening", "02_group_advantages", 2,
      ("reinforce_pp_advantages",), "advantage"),
+    ("ex16_split_token_mean", "Token-mean over micro-batches and ranks", "10_splitting_the_batch", 2,
+     ("micro_batch_loss",), "aggregation"),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}

@@ -11,7 +11,7 @@ COURSE_PARTS = [
     ("advantage", r"$\hat A_i$", ("01", "02")),
     ("ratio and clip", r"$f(r_{i,t},\hat A_i)$", ("05", "01")),
     ("mismatch weight", r"$w_{i,t}$", ("06",)),
-    ("aggregation", r"$\alpha_{i,t}$", ("03",)),
+    ("aggregation", r"$\alpha_{i,t}$", ("03", "10")),
     ("KL penalty", r"$\beta\,\widehat{\mathrm{KL}}$", ("04",)),
     ("all of it, trained", "a toy model", ("07", "08")),
     ("in production", "verl, TRL,\nOpenRLHF", ("09",)),

@@ -11,6 +11,7 @@ each topic module holds its chapter's panels, which call ``course_lib.plots`` fo
     mismatch     chapter 06: the cap C and the batch size
     diagnosis    chapter 08: any monitor of any failure against the healthy run
     frameworks   chapter 09: each framework's normaliser
+    split        chapter 10: micro-batches, ranks and the spread of lengths
 
 Every name is importable from ``course_lib.widgets`` itself (``widgets.clip_panel()``).
 """
@@ -53,3 +54,4 @@ from .diagnosis import (  # noqa: F401
 from .frameworks import (  # noqa: F401
     normaliser_panel,
 )
+from .split import split_panel  # noqa: F401,E402

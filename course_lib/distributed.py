@@ -1,0 +1,208 @@
+"""The split run for real: torch.distributed (gloo, CPU processes), DDP averaging the ranks' gradients.
+
+``run_ranks`` starts R processes, joins a gloo process group in each, runs one function on every rank
+and returns what each rank returned; processes are killed and the group destroyed whatever happens
+(an exception in a rank, a timeout). NCCL on GPUs is the same code with another backend name.
+Processes come from a fork server that has imported torch and what DDP imports on first use
+(torch._dynamo, some 800 modules, seconds per process): it pays that once per Python session, and
+each later start of R ranks takes a fraction of a second. The server ends with this process.
+
+``ddp_gradients`` is one such run: a small logit model (a linear map from features to V logits, the
+sampled token's log-probability as ``logp``) wrapped in DistributedDataParallel; for each case every
+rank all-reduces its ``split.local_counts``, accumulates its micro-batches under ``no_sync`` and lets
+DDP average the last backward; rank 0 returns the averaged gradient. ``full_batch_gradient`` and
+``one_process_gradient`` are the references, in this process.
+Chapter 10 (splitting the batch); tests/test_distributed.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from . import split as S
+from .losses import resolve_loss
+from .masking import check_int
+
+FEATURES, VOCAB = 6, 5        # the logit model: W [VOCAB, FEATURES]
+PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "course_lib.distributed"]
+
+
+@dataclass(frozen=True)
+class GradCase:
+    """One gradient to compute: a loss, its aggregation, a split (sizes[r][m]) and a strategy."""
+    loss: str
+    mode: str
+    sizes: tuple[tuple[int, ...], ...]
+    strategy: str = "exact"
+
+
+def _entry(rank: int, target: Callable, world_size: int, payload: Any, tmp: str, timeout_s: float) -> None:
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank,
+                            world_size=world_size, timeout=datetime.timedelta(seconds=timeout_s))
+    try:
+        result = target(rank, world_size, payload)
+        torch.save(result, Path(tmp) / f"rank{rank}.pt.part")
+        os.replace(Path(tmp) / f"rank{rank}.pt.part", Path(tmp) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ranks(target: Callable, world_size: int, payload: Any = None, *, timeout_s: float = 120.0) -> list:
+    """Run target(rank, world_size, payload) in world_size processes of one gloo group.
+
+    Returns the ranks' results in rank order. A rank's exception is raised here (as torch's
+    ProcessRaisedException); past timeout_s a TimeoutError. Every process is gone on return.
+    target must be importable (a module-level function) and its result picklable by torch.save.
+    """
+    import multiprocessing.forkserver
+    import torch.multiprocessing as mp
+    check_int(world_size, "world_size")
+    multiprocessing.forkserver.set_forkserver_preload(PRELOAD)     # read when the server starts
+    tmp = tempfile.mkdtemp(prefix="course-ranks-")
+    ctx = None
+    try:
+        ctx = mp.start_processes(_entry, args=(target, world_size, payload, tmp, timeout_s),
+                                 nprocs=world_size, join=False, start_method="forkserver")
+        deadline = time.monotonic() + timeout_s
+        while not ctx.join(timeout=max(0.0, min(1.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{world_size} ranks did not finish within {timeout_s:g} s")
+        return [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
+    finally:
+        if ctx is not None:
+            for p in ctx.processes:
+                if p.is_alive():
+                    p.kill()
+                p.join(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the batch and the model
+# ---------------------------------------------------------------------------------------------
+def make_batch(seed: int, batch_size: int = 16, T: int = 8, *, max_len: int = 12) -> dict:
+    """A float64 batch for the logit model: features [B, T, F], tokens [B, T], a nearby old_logp,
+    adv [B], an IS weight, uneven lengths in [0, T] (row 1 empty) and the model's weight W0."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (batch_size,), generator=g)
+    lengths[1] = 0
+    model = torch.randn(VOCAB, FEATURES, generator=g, dtype=torch.float64) * 0.5
+    x = torch.randn(batch_size, T, FEATURES, generator=g, dtype=torch.float64)
+    tokens = torch.randint(0, VOCAB, (batch_size, T), generator=g)
+    mask = torch.arange(T)[None] < lengths[:, None]
+    logp0 = logp_of(model, x, tokens)
+    return {"x": x, "tokens": tokens, "mask": mask, "W0": model, "max_len": max_len,
+            "old_logp": logp0 + 0.2 * torch.randn(batch_size, T, generator=g, dtype=torch.float64),
+            "adv": torch.randn(batch_size, generator=g, dtype=torch.float64),
+            "is_weight": torch.rand(batch_size, T, generator=g, dtype=torch.float64) + 0.5,
+            "rewards": torch.randint(0, 2, (batch_size,), generator=g).double()}
+
+
+def logp_of(weight: Tensor, x: Tensor, tokens: Tensor) -> Tensor:
+    """log pi(token) [b, T] of the logit model: log_softmax(x W^T) at each sampled token."""
+    logits = x @ weight.T                                                   # [b, T, V]
+    return torch.log_softmax(logits, dim=-1).gather(-1, tokens[..., None])[..., 0]
+
+
+class LogitModel(torch.nn.Module):
+    def __init__(self, weight: Tensor):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+
+    def forward(self, x: Tensor, tokens: Tensor) -> Tensor:
+        return logp_of(self.weight, x, tokens)
+
+
+def _piece_value(model, batch: dict, rows: Tensor, case: GradCase, piece: S.Piece) -> Tensor:
+    """The piece's own aggregate of its loss times the strategy's scale."""
+    scale, max_len = S.STRATEGIES[case.strategy](piece)
+    logp = model(batch["x"][rows], batch["tokens"][rows])
+    value, _ = resolve_loss(case.loss)(logp, batch["old_logp"][rows], batch["adv"][rows],
+                                       batch["mask"][rows], agg=case.mode, max_len=max_len,
+                                       is_weight=batch["is_weight"][rows])
+    return value * scale
+
+
+def full_batch_gradient(batch: dict, loss: str, mode: str) -> Tensor:
+    """d loss / d W [V, F] of the whole batch in one process: the number every split must give."""
+    model = LogitModel(batch["W0"])
+    value, _ = resolve_loss(loss)(model(batch["x"], batch["tokens"]), batch["old_logp"], batch["adv"],
+                                  batch["mask"], agg=mode, max_len=batch["max_len"],
+                                  is_weight=batch["is_weight"])
+    value.backward()
+    return model.weight.grad
+
+
+def one_process_gradient(batch: dict, case: GradCase) -> Tensor:
+    """What DDP should hold after the split run of ``case``, computed rank by rank in this process."""
+    model, split, mask = LogitModel(batch["W0"]), S.split_from_sizes(case.sizes), batch["mask"]
+    total = S.local_counts(mask)
+    for r, rank in enumerate(split.rows):
+        rank_counts = S.local_counts(mask[split.rank_rows(r)])
+        for rows in rank:
+            piece = S.make_piece(mask[rows], rank_counts, total, case.mode, split.world_size,
+                                 split.n_micro, batch["max_len"])
+            (_piece_value(model, batch, rows, case, piece) / split.world_size).backward()
+    return model.weight.grad
+
+
+def _ddp_rank(rank: int, world_size: int, payload: dict) -> dict:
+    """On one rank: each case's DDP-averaged gradient, and the batch std from all-reduced moments.
+    """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    batch, cases = payload["batch"], payload["cases"]
+    ddp = DDP(LogitModel(batch["W0"]))
+    grads = []
+    for case in cases:
+        split = S.split_from_sizes(case.sizes)
+        if split.world_size != world_size:
+            raise ValueError(f"case {case} is split over {split.world_size} ranks, "
+                             f"not {world_size}")
+        mask = batch["mask"]
+        rank_counts = S.local_counts(mask[split.rank_rows(rank)])
+        total = rank_counts.clone()
+        dist.all_reduce(total)                                  # the batch's tokens and sequences
+        ddp.zero_grad(set_to_none=False)
+        for m, rows in enumerate(split.rows[rank]):
+            last = m == split.n_micro - 1
+            with contextlib.nullcontext() if last else ddp.no_sync():   # accumulate; sync the last
+                piece = S.make_piece(mask[rows], rank_counts, total, case.mode, world_size,
+                                     split.n_micro, batch["max_len"])
+                _piece_value(ddp, batch, rows, case, piece).backward()
+        grads.append(ddp.module.weight.grad.clone())
+    moments = S.moments(batch["rewards"][S.split_from_sizes(cases[0].sizes).rank_rows(rank)])
+    dist.all_reduce(moments)
+    return {"grads": grads if rank == 0 else None, "std": S.std_from_moments(moments)}
+
+
+def ddp_gradients(batch: dict, cases: list[GradCase], world_size: int, *, timeout_s: float = 120.0):
+    """Rank 0's DDP-averaged gradient [V, F] for each case, and the batch std every rank computed."""
+    results = run_ranks(_ddp_rank, world_size, {"batch": batch, "cases": list(cases)}, timeout_s=timeout_s)
+    return results[0]["grads"], [r["std"] for r in results]
+
+
+def every_loss_cases(world_size: int, seed: int = 0, batch_size: int = 16) -> list[GradCase]:
+    """Every registered loss that splits by rows (``split.BATCH_STATISTIC_LOSSES`` aside) in every mode,
+    on random uneven splits whose micro-batch count cycles through 1-4 (empty micro-batches occur)."""
+    from .aggregation import MODES
+    from .losses import FRAMEWORK_LOSSES, LOSSES
+    g = torch.Generator().manual_seed(seed)
+    names = sorted(n for n in {**LOSSES, **FRAMEWORK_LOSSES} if n not in S.BATCH_STATISTIC_LOSSES)
+    cases = []
+    for i, (name, mode) in enumerate((n, m) for n in names for m in sorted(MODES)):
+        sizes = S.random_split(batch_size, world_size, 1 + i % 4, g).sizes()
+        cases.append(GradCase(name, mode, tuple(map(tuple, sizes))))
+    return cases
