@@ -257,7 +257,7 @@ def gpg_advantages(rewards: Tensor, group_size: int, *, f_norm: float = 1.0) -> 
     """
     check_number(f_norm, "f_norm", gt=0)
     centred = dr_grpo_advantages(rewards, group_size)                          # [B]
-    alpha = rewards.numel() / (rewards != 0).sum().clamp_min(1)
+    alpha = rewards.numel() / (rewards != 0).sum().clamp_min(1).to(rewards.dtype)      # float64 stays float64
     return alpha * centred / f_norm
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 
 CHOICES = {
-    "adv_estimator": ("grpo", "rloo"),
+    "adv_estimator": ("grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "remax", "opo", "passk", "gpg"),
     "kl_estimator": ("k1", "k2", "k3"),
     "mismatch": ("none", "noise", "bf16", "stale"),
     "old_logp_source": ("learner", "sampler"),
@@ -73,7 +73,8 @@ class ToyConfig:
     tau_pos: float | None = None       # SAPO temperatures
     tau_neg: float | None = None
     # --- advantage ---------------------------------------------------------------------------
-    adv_estimator: str = "grpo"        # "grpo" (group mean, optional std) or "rloo"
+    adv_estimator: str = "grpo"        # "grpo" (group mean, optional std), "rloo", "reinforce_pp",
+                                       # "reinforce_pp_baseline", "remax", "opo", "passk" or "gpg"
     std_scaling: bool | None = None    # divide by the group std; None: False for dr_grpo, else True
     # --- KL to the reference (the warm-start policy) ------------------------------------------
     kl_coef: float = 0.0               # beta; the loss adds beta * aggregate(kl_estimate(...))

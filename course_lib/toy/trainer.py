@@ -7,7 +7,7 @@
   2. ``learn``: log pi_old (the learner's recompute without gradient or, with one optimiser step per
      batch, the loss forward's own log-probs detached: the same numbers) and log pi_ref (only when a
      KL term, an evaluation step or ``monitor_kl_ref`` needs it), the advantages from
-     advantages.group_advantages (or rloo_advantages), corrections.correction_weights for the TIS/MIS
+     advantages.py's estimator the config names (``ADV_ESTIMATORS``), corrections.correction_weights for the TIS/MIS
      weight against the sampler's log-probs (``targets``); then for each epoch and minibatch of whole
      groups one optimiser step on ``policy_loss``:
      loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
@@ -43,10 +43,18 @@ from .task import EOS, PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answe
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
 
-# advantage estimators: rewards [B], G, std scaling -> adv [B] (RLOO never divides by the std)
+# advantage estimators: rewards [B], G, std scaling, mask [B, T] -> adv [B] or [B, T]; only GRPO and
+# pass@k read the std scaling. ReMax also needs a greedy answer per prompt: ``remax_baseline``.
 ADV_ESTIMATORS = {
-    "grpo": lambda r, G, scale: advantages.group_advantages(r, G, scale=scale),
-    "rloo": lambda r, G, scale: advantages.rloo_advantages(r, G),
+    "grpo": lambda r, G, scale, mask: advantages.group_advantages(r, G, scale=scale),
+    "rloo": lambda r, G, scale, mask: advantages.rloo_advantages(r, G),
+    "reinforce_pp": lambda r, G, scale, mask: advantages.reinforce_pp_advantages(
+        advantages.last_token_rewards(r, mask), mask),                                  # [B, T]
+    "reinforce_pp_baseline": lambda r, G, scale, mask: advantages.reinforce_pp_baseline_advantages(
+        r, mask, G),                                                                    # [B, T]
+    "opo": lambda r, G, scale, mask: advantages.opo_advantages(r, G, mask.sum(dim=-1)),
+    "passk": lambda r, G, scale, mask: advantages.passk_advantages(r, G, scale=scale),
+    "gpg": lambda r, G, scale, mask: advantages.gpg_advantages(r, G),
 }
 
 
@@ -366,7 +374,7 @@ def loss_setup(cfg: ToyConfig) -> LossSetup:
 @dataclass
 class Targets:
     """The constants of the loss, fixed once per batch before the update."""
-    adv: Tensor                 # [B]
+    adv: Tensor                 # [B], or [B, T] for the token-level estimators (REINFORCE++, ReMax)
     old_logp: Tensor            # [B, T] pi_old: the learner's recompute or the sampler's log-probs
     ref_logp: Tensor | None     # [B, T] the reference (warm-start) policy; None when not computed
     is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
@@ -390,6 +398,29 @@ def reuses_loss_forward(cfg: ToyConfig) -> bool:
 
 
 @torch.no_grad()
+def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
+    """ReMax's baseline: the shaped reward of the learner's greedy answer to each group's prompt,
+    repeated over the group [B]. The learner decodes it (verl's rollout engine does; the toy's
+    sampler is the learner unless a mismatch is faked)."""
+    prompts = batch.prompts[::cfg.group_size]                                  # [P, Lp]
+    with compute_precision(cfg.precision, prompts.device):
+        roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
+                      stop_check_every=stop_check_every(prompts.device))
+    passed = VERIFIERS[cfg.verifier](prompts, roll.responses)
+    shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1))                 # [P]
+    return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
+
+
+def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor) -> Tensor:
+    """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax."""
+    if cfg.adv_estimator == "remax":
+        baseline = remax_baseline(cfg, model, batch).to(rewards.dtype)          # [B]
+        return advantages.remax_advantages(advantages.last_token_rewards(rewards, batch.mask),
+                                           baseline, batch.mask)              # [B, T]
+    return ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, batch.mask)
+
+
+@torch.no_grad()
 def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
             with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None) -> tuple[Targets, dict]:
     """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
@@ -401,7 +432,8 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
                                                    cfg.precision)
     rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
-    adv = ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling)         # [B]
+    adv = advantages_of(cfg, setup, model, batch, rewards)                     # [B] or [B, T]
+    adv_tok = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv          # [B, T]
     ref_logp = ref_all = None
     if with_ref:
         ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature,
@@ -424,7 +456,7 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
         "mismatch/abs_logratio_max": torch.where(mask, gap, torch.full_like(gap, -float("inf"))).max(),
         "is/weight_mean": 1.0 if is_weight is None else masked_mean(is_weight, mask),
         "is/zero_frac": 0.0 if is_weight is None else masked_mean((is_weight == 0).float(), mask),
-        "adv/pos_token_frac": masked_mean((adv[:, None] > 0).expand_as(mask).float(), mask),
+        "adv/pos_token_frac": masked_mean((adv_tok > 0).float(), mask),
     }
     if with_ref:
         metrics["kl/ref"] = masked_mean(kl.categorical_kl(logp_all, ref_all), mask)
