@@ -114,3 +114,34 @@ def test_plot_runs_fits_the_notebook_column_at_its_own_size():
     fig = curves.plot_runs(runs, keys[:4], window=5, title="t")
     width, _ = struct.unpack(">II", print_figure(fig, "png", bbox_inches="tight")[16:24])
     assert width <= 880
+
+
+def finals(*values):
+    """A History per value: held-out accuracy logged once, at step 200."""
+    return [History(config={"seed": s}, rows=[{"step": 200, "acc/heldout": v}]) for s, v in enumerate(values)]
+
+
+def test_against_calls_a_gap_inside_the_larger_seed_range_a_tie():
+    runs = {"ref": finals(0.70, 0.74, 0.72), "close": finals(0.74, 0.76, 0.75),
+            "high": finals(0.80, 0.81, 0.82), "wide": finals(0.60, 0.95, 0.90), "low": finals(0.5, 0.5, 0.5)}
+    rows = {r["label"]: r for r in curves.against(runs, "acc/heldout", "ref")}
+    assert rows["close"]["gap"] == pytest.approx(0.03) and rows["close"]["differs"] == 0   # ref's range: 0.04
+    assert rows["high"]["differs"] == 1 and rows["low"]["differs"] == -1
+    assert rows["wide"]["range"] == pytest.approx(0.35) and rows["wide"]["differs"] == 0  # its own noise
+    assert rows["ref"]["gap"] == 0 and rows["ref"]["differs"] == 0
+    assert [r["label"] for r in curves.against(runs, "acc/heldout", "ref")][:2] == ["wide", "high"]   # by mean
+    text = curves.against_table(curves.against(runs, "acc/heldout", "ref"), "ref")
+    assert text.splitlines()[2].split()[-2:] == ["+0.090", "above"]
+    with pytest.raises(ValueError, match="reference must be one of"):
+        curves.against(runs, "acc/heldout", "grpo")
+
+
+def test_plot_seed_values_draws_a_line_per_label_and_fits_the_column():
+    import struct
+    from IPython.core.pylabtools import print_figure
+    runs = {f"a long label number {i} + advantages": finals(0.7, 0.71 + i / 100, 0.72) for i in range(24)}
+    fig = curves.plot_seed_values(curves.against(runs, "acc/heldout", "a long label number 0 + advantages"),
+                                  "acc/heldout", reference="a long label number 0 + advantages")
+    assert len(fig.axes[0].get_yticklabels()) == 24
+    width, _ = struct.unpack(">II", print_figure(fig, "png", bbox_inches="tight")[16:24])
+    assert width <= 930

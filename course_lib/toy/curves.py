@@ -186,3 +186,65 @@ def value_at(h, key: str, x_key: str, x: float) -> float:
         if r.get(x_key, float("inf")) <= x and v is not None and v == v:
             best = v
     return best
+
+
+def against(runs: dict, key: str, reference: str, *, last_n: int = 20) -> list[dict]:
+    """Each label's per-seed values of ``key`` against those of the label ``reference``, best mean first.
+
+    Per label: "values" (one per seed), "mean", "range" (max - min over its seeds), "gap" (its mean
+    minus the reference's) and "differs": -1, 0 or +1, nonzero only when |gap| exceeds the larger
+    of the two labels' seed ranges (a gap inside the noise between seeds is a tie).
+    """
+    vals = seed_values(runs, key, last_n=last_n)
+    if reference not in vals:
+        raise ValueError(f"reference must be one of the labels {list(vals)}, got {reference!r}")
+    ref = vals[reference]
+    ref_mean, ref_range = sum(ref) / len(ref), max(ref) - min(ref)
+    rows = []
+    for label, v in vals.items():
+        mean, spread = sum(v) / len(v), max(v) - min(v)
+        gap = mean - ref_mean
+        differs = 0 if abs(gap) <= max(spread, ref_range) else (1 if gap > 0 else -1)
+        rows.append({"label": label, "values": v, "mean": mean, "range": spread, "gap": gap,
+                     "differs": differs})
+    return sorted(rows, key=lambda r: -r["mean"])
+
+
+def against_table(rows: list[dict], reference: str, fmt: str = ".3f") -> str:
+    """``against``'s rows as text: one line per label with its seeds, mean, seed range, gap and verdict."""
+    lab_w = max(len(r["label"]) for r in rows)
+    seeds_w = max(len(per_seed(r["values"], fmt)) for r in rows)
+    head = f"{'run':<{lab_w}}  {'seeds':^{seeds_w}}   mean  range  gap to {reference}"
+    word = {0: "ties", 1: "above", -1: "below"}
+    lines = [head] + [f"{r['label']:<{lab_w}}  {per_seed(r['values'], fmt):<{seeds_w}}  "
+                      f"{r['mean']:{fmt}}  {r['range']:{fmt}}  {r['gap']:+{fmt}}  {word[r['differs']]}"
+                      for r in rows]
+    return "\n".join(lines)
+
+
+def plot_seed_values(rows: list[dict], key: str, *, reference: str | None = None, title: str | None = None,
+                     size=(8.4, None), dpi: int = 100):
+    """``against``'s rows as a dot plot: one line per label, a dot per seed, a bar at the mean; a band
+    at the reference's seed range when ``reference`` is given. Returns the (closed) Figure."""
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(size[0], size[1] or 0.5 + 0.26 * n), dpi=dpi)
+    if reference is not None:
+        ref = next(r for r in rows if r["label"] == reference)["values"]
+        ax.axvspan(min(ref), max(ref), color="0.85", label=f"{reference}: range of its seeds")
+    for i, r in enumerate(rows):
+        y = n - 1 - i
+        ax.plot(r["values"], [y] * len(r["values"]), "o", color="C0", ms=4, alpha=0.8)
+        ax.plot([r["mean"]] * 2, [y - 0.3, y + 0.3], "-", color="black", lw=2)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([r["label"] for r in reversed(rows)], fontsize=9)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlabel(f"{key}: dots = seeds, bar = mean", fontsize=10)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    if reference is not None:
+        ax.legend(loc="lower left", fontsize=9, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
