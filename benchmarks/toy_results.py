@@ -15,13 +15,17 @@ each label's fingerprint (``course_lib.toy.fingerprint``: its first seed's first
 which tests/test_toy_stored.py checks on every machine.
 A run whose config (seed and steps included) is already stored in one of the result files is
 copied from there instead of trained again (training is deterministic for a config); --rerun
-trains every run. The file's meta says which runs were copied.
+trains every run. The file's meta says which runs were copied. Until a comparison is complete its
+finished runs are kept in toy_<comparison>.partial.json (removed once toy_<comparison>.json is
+written), so an invocation that is stopped resumes where it was: the next one copies them.
 Each worker process uses one torch thread (tiny matmuls gain nothing from more, and a busy
-machine makes two threads much slower); --workers runs several runs at once.
+machine makes two threads much slower); --workers runs several runs at once (--workers 1: one
+process, the runs one after the other in it).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -165,19 +169,37 @@ def main(argv=None) -> None:
         print(f"wrote {path} ({os.path.getsize(path) / 1024:.0f} KiB; {len(copied[name])} runs "
               f"copied from stored files)", flush=True)
 
+    def partial_path(name):
+        return os.path.join(a.out, f"toy_{name}.partial.json")
+
+    def write_partial(name):
+        """The comparison's finished runs so far, in a file stored_runs reads (this environment's)."""
+        done = {label: list(by_seed.values()) for label, by_seed in results[name].items() if by_seed}
+        with open(partial_path(name), "w") as f:
+            json.dump({"meta": {"comparison": name, "environment": environment(), "partial": True,
+                                "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
+                       "runs": done}, f, separators=(",", ":"))
+
+    def finish(name):
+        write(name)
+        if os.path.exists(partial_path(name)):
+            os.remove(partial_path(name))
+
     for name in a.only:
         if pending[name] == 0:
-            write(name)
+            finish(name)
     if not jobs:
         return
-    with mp.get_context("spawn").Pool(a.workers) as pool:
-        for name, label, seed, hist in pool.imap_unordered(_job, jobs):
+    with mp.get_context("spawn").Pool(a.workers) if a.workers > 1 else contextlib.nullcontext() as pool:
+        for name, label, seed, hist in (pool.imap_unordered(_job, jobs) if pool else map(_job, jobs)):
             results[name][label][seed] = hist
             pending[name] -= 1
             print(f"[{time.time() - t0:7.1f}s] {name} / {label} / seed {seed}: "
                   f"held-out acc {hist['columns']['acc/heldout'][-1]:.3f}", flush=True)
             if pending[name] == 0:
-                write(name)
+                finish(name)
+            else:
+                write_partial(name)
 
 
 if __name__ == "__main__":
