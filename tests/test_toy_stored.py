@@ -30,8 +30,9 @@ from course_lib.toy.trainer import train
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(os.environ.get("COURSE_TOY_DATA", ROOT / "notebooks" / "data"))
+# the comparison files, not the runs of one that benchmarks/toy_results.py has not finished (.partial.json)
 FILES = sorted(p for p in [*DATA.glob("toy_*.json"), *(ROOT / "course_lib" / "judge" / "data").glob("toy_*.json")]
-               if '"runs"' in p.read_text())                                     # comparison files
+               if '"runs"' in p.read_text() and not p.name.endswith(".partial.json"))
 REPLAY_STEPS = 2                         # stored rows: step 0 (after the warm start), 2, 4, ...
 
 
