@@ -497,12 +497,56 @@ MIS_LOWER = 1e-9          # IcePop's lower bound for the course's upper-only MIS
                           # smallest weight (it clamps |log rho| <= 20, as course_lib does)
 
 
+# the toy's names where verl's differ (advantage estimators, policy losses)
+VERL_ADV = {"reinforce_pp": "reinforce_plus_plus", "reinforce_pp_baseline": "reinforce_plus_plus_baseline",
+            "passk": "grpo_passk"}
+VERL_MODE = {"ppo": "vanilla", "grpo": "vanilla", "dapo": "vanilla", "dr_grpo": "vanilla", "gmpo": "geo_mean",
+             "luspo": "gspo"}
+# the knobs of the frameworks' other losses in verl: (verl key under the actor, the loss's keyword)
+VERL_CLIP = {"dppo_tv": ("delta_low", "delta_high"), "dppo_kl": ("delta_low", "delta_high")}
+VERL_EXTRA = {"dppo_tv": (("clip_ratio_c", "trunc"),), "dppo_kl": (("clip_ratio_c", "trunc"),),
+              "dro": (("policy_loss.dro_beta", "beta"),),
+              "clip_cov": (("policy_loss.clip_cov_ratio", "cov_ratio"), ("policy_loss.clip_cov_lb", "cov_lb"),
+                           ("policy_loss.clip_cov_ub", "cov_ub")),
+              "kl_cov": (("policy_loss.kl_cov_ratio", "kl_ratio"), ("policy_loss.ppo_kl_coef", "kl_coef"))}
+NO_CLIP = ("gpg", "dro", "kl_cov", "vespo")          # losses without a clip range
+
+
+def _verl_loss(k, max_len) -> list:
+    """The loss rows of to_verl: its mode, its clip range (or DPPO's trust region), its aggregation."""
+    loss = k["loss"]
+    if loss == "vespo":
+        out = [("# policy loss", None, "verl 0.9.1 has no VESPO; TRL runs it (loss_type='vespo')")]
+    else:
+        out = [(A + "policy_loss.loss_mode", VERL_MODE.get(loss, loss),
+                "GSPO with the seq-mean-token-sum aggregation is LUSPO" if loss == "luspo" else "")]
+    if loss == "sapo":
+        return out + [(A + "tau_pos", k["tau_pos"], ""), (A + "tau_neg", k["tau_neg"], ""),
+                      (A + "loss_agg_mode", "seq-mean-token-mean",
+                       "verl's SAPO uses this whatever the setting" +
+                       ("" if k["agg"] == "seq-mean-token-mean" else f"; the toy run used {k['agg']}"))]
+    if loss not in NO_CLIP:
+        lo_key, hi_key = VERL_CLIP.get(loss, ("eps_low", "eps_high"))
+        low = k[lo_key]
+        if loss == "cispo" and low is None:
+            low = 10.0
+        out += [(A + "clip_ratio_low", low, "no lower bound: 1 - 10 < 0" if loss == "cispo" and
+                 k["eps_low"] is None else ""),
+                (A + "clip_ratio_high", k[hi_key], "")]
+    out += [(A + key, k[name], "") for key, name in VERL_EXTRA.get(loss, ())]
+    out.append((A + "loss_agg_mode", k["agg"], "verl's geo_mean ignores it: a mean over the responses"
+                if loss == "gmpo" else ""))
+    if k["agg"] == "seq-mean-token-sum-norm":
+        out.append((A + "loss_scale_factor", max_len, "L_max"))
+    return out
+
+
 def to_verl(cfg) -> list[tuple[str, object, str]]:
     """A ToyConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo`` (verl 0.9.1);
     a key starting with '+' adds a key the base config lacks; one starting with '#' is a note only."""
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
-    out = [("algorithm.adv_estimator", cfg.adv_estimator, ""),
+    out = [("algorithm.adv_estimator", VERL_ADV.get(cfg.adv_estimator, cfg.adv_estimator), ""),
            ("algorithm.norm_adv_by_std_in_grpo", k["std_scaling"], ""),
            ("data.train_batch_size", cfg.prompts_per_step, "prompts per step (P)"),
            ("actor_rollout_ref.rollout.n", cfg.group_size, "G"),
@@ -512,23 +556,8 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
            (A + "ppo_mini_batch_size", cfg.prompts_per_step // cfg.minibatches,
             f"prompts; {cfg.minibatches} optimiser step(s) per batch"),
            (A + "ppo_epochs", cfg.epochs, "")]
-    mode = {"ppo": "vanilla", "grpo": "vanilla", "dapo": "vanilla", "dr_grpo": "vanilla"}.get(loss, loss)
-    out.append((A + "policy_loss.loss_mode", mode, ""))
-    if loss == "sapo":
-        out += [(A + "tau_pos", k["tau_pos"], ""), (A + "tau_neg", k["tau_neg"], ""),
-                (A + "loss_agg_mode", "seq-mean-token-mean",
-                 "verl's SAPO uses this whatever the setting" +
-                 ("" if k["agg"] == "seq-mean-token-mean" else f"; the toy run used {k['agg']}"))]
-    else:
-        low = k["eps_low"]
-        if loss == "cispo" and low is None:
-            low = 10.0
-        out += [(A + "clip_ratio_low", low, "no lower bound: 1 - 10 < 0" if loss == "cispo" and
-                 k["eps_low"] is None else ""),
-                (A + "clip_ratio_high", k["eps_high"], "")]
-        out.append((A + "loss_agg_mode", k["agg"], ""))
-        if k["agg"] == "seq-mean-token-sum-norm":
-            out.append((A + "loss_scale_factor", cfg.max_new_tokens, "L_max"))
+    mode = VERL_MODE.get(loss, loss)
+    out += _verl_loss(k, cfg.max_new_tokens)
     if mode == "vanilla":
         c = k.get("dual_clip")
         out.append((A + "clip_ratio_c", 1e9 if c is None else c,
@@ -596,6 +625,17 @@ def _trl_optimiser(cfg) -> list:
     return out + [("adam_beta2", 0.99, ""), ("weight_decay", 0.0, ""), ("max_grad_norm", cfg.grad_clip, "")]
 
 
+# what TRL 1.16.0's GRPOTrainer lacks of the toy's losses and advantage estimators
+TRL_NO_LOSS = ("gpg", "dppo_tv", "dppo_kl", "gmpo", "dro", "clip_cov", "kl_cov")
+TRL_NO_ADV = {"reinforce_pp": "TRL has no REINFORCE++ advantage (verl: reinforce_plus_plus)",
+              "reinforce_pp_baseline": "TRL has no REINFORCE++-baseline; scale_rewards='batch' is close "
+                                       "(the group mean, the batch's std over responses, not tokens)",
+              "remax": "TRL has no ReMax (verl: remax, one greedy rollout per prompt)",
+              "opo": "TRL has no OPO advantage (verl: opo)", "passk": "TRL has no pass@k advantage "
+                                                                      "(verl: grpo_passk)",
+              "gpg": "TRL has no GPG advantage (verl: gpg)"}
+
+
 def to_trl(cfg) -> list[tuple[str, object, str]]:
     """A ToyConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
     note only (no TRL setting does it).
@@ -623,7 +663,24 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
     out += _trl_optimiser(cfg)
     if cfg.adv_estimator == "rloo":
         out.append(("# RLOOTrainer", None, "TRL's RLOO is its own trainer with a sequence-level ratio"))
-    if loss in ("cispo", "sapo"):
+    elif cfg.adv_estimator != "grpo":
+        out.append(("# advantage", None, TRL_NO_ADV[cfg.adv_estimator]))
+    if loss in TRL_NO_LOSS:
+        out.append(("# policy loss", None, f"TRL 1.16.0 has no {loss} loss"))
+        out.append(("loss_type", TRL_AGG[k["agg"]], k["agg"]) if k["agg"] in TRL_AGG else
+                   ("# aggregation", None, f"TRL has no loss_type for {k['agg']}"))
+    elif loss == "vespo":
+        out += [("loss_type", "vespo", "aggregated like dapo: token-mean")]
+        out += [(f"vespo_{name}", k[name], "") for name in ("k_pos", "lambda_pos", "k_neg", "lambda_neg")]
+        if k["agg"] != "token-mean":
+            out.append(("# aggregation", None, f"TRL's vespo uses dapo's; the toy used {k['agg']}"))
+    elif loss == "luspo":
+        out += [("loss_type", "luspo", "GSPO's loss times the response length"),
+                ("epsilon", k["eps_low"], ""), ("epsilon_high", k["eps_high"], ""),
+                ("importance_sampling_level", "sequence", "")]
+        if k["agg"] != "seq-mean-token-sum":
+            out.append(("# aggregation", None, f"TRL's luspo sums each response; the toy used {k['agg']}"))
+    elif loss in ("cispo", "sapo"):
         out.append(("loss_type", loss, ""))
         if loss == "cispo":
             out.append(("epsilon_high", 1 + k["eps_high"], "an absolute cap: 1 + the toy's eps_high"))
@@ -668,7 +725,8 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
     return out + _mismatch_note(cfg)
 
 
-OPENRLHF_ADV = {"grpo": "group_norm", "rloo": "rloo"}
+OPENRLHF_ADV = {"grpo": "group_norm", "rloo": "rloo", "reinforce_pp": "reinforce",
+                "reinforce_pp_baseline": "reinforce_baseline"}
 O = "--algo."
 
 
@@ -679,9 +737,12 @@ def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
     std = k["std_scaling"]
-    est = "dr_grpo" if cfg.adv_estimator == "grpo" and not std else OPENRLHF_ADV[cfg.adv_estimator]
-    out = [(O + "advantage.estimator", est, "")]
-    if not std and est != "dr_grpo":
+    est = "dr_grpo" if cfg.adv_estimator == "grpo" and not std else OPENRLHF_ADV.get(cfg.adv_estimator)
+    if est is None:
+        out = [("# advantage", None, f"OpenRLHF has no {cfg.adv_estimator} estimator")]
+    else:
+        out = [(O + "advantage.estimator", est, "")]
+    if not std and est not in ("dr_grpo", None):
         out.append((O + "advantage.no_std_norm", True, ""))
     out += [("--rollout.batch_size", cfg.prompts_per_step, "prompts per step (P)"),
             ("--rollout.n_samples_per_prompt", cfg.group_size, "G"),
@@ -691,7 +752,7 @@ def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
             ("--rollout.max_new_tokens", cfg.max_new_tokens, ""),
             ("--rollout.temperature", cfg.temperature, ""),
             ("--actor.adam.lr", cfg.lr, "")]
-    if loss in ("cispo", "sapo"):
+    if loss not in ("ppo", "grpo", "dapo", "dr_grpo", "gspo"):
         out.append(("# policy loss", None, f"OpenRLHF has no {loss} loss (ppo, gspo only)"))
     else:
         if loss == "gspo":

@@ -339,3 +339,28 @@ def test_a_comment_too_long_for_the_line_goes_above_its_setting():
         for framework in ("verl", "TRL"):
             text = fw.comparison_text(comp, BASE, framework)
             assert max(len(line) for line in text.splitlines()) <= fw.WIDTH, (name, framework)
+
+
+def test_the_frameworks_losses_and_the_other_estimators_translate_to_their_own_names():
+    v = {loss: verl(replace(BASE, loss=loss)) for loss in ("gpg", "gmpo", "luspo", "dppo_tv", "kl_cov", "vespo")}
+    assert v["gpg"][A + "policy_loss.loss_mode"] == "gpg" and A + "clip_ratio_low" not in v["gpg"]
+    assert v["gmpo"][A + "policy_loss.loss_mode"] == "geo_mean"
+    assert (v["luspo"][A + "policy_loss.loss_mode"], v["luspo"][A + "loss_agg_mode"]) == ("gspo", "seq-mean-token-sum")
+    assert (v["dppo_tv"][A + "clip_ratio_high"], v["dppo_tv"][A + "clip_ratio_c"]) == (0.2, 3.0)   # delta, trunc
+    assert v["kl_cov"][A + "policy_loss.ppo_kl_coef"] == 0.1
+    assert A + "policy_loss.loss_mode" not in v["vespo"]                      # verl has none: a note
+    modes = {rows[A + "policy_loss.loss_mode"] for loss, rows in v.items() if loss != "vespo"}
+    assert modes <= set(fw.listed(fw.VERL_LOSS_MODES))
+    assert any(k == "# policy loss" for k, _, _ in fw.to_verl(replace(BASE, loss="vespo")))
+    t = {loss: trl(replace(BASE, loss=loss)) for loss in ("luspo", "vespo", "dro")}
+    assert (t["luspo"]["loss_type"], t["luspo"]["importance_sampling_level"]) == ("luspo", "sequence")
+    assert (t["vespo"]["loss_type"], t["vespo"]["vespo_k_neg"]) == ("vespo", 3.0)
+    assert t["dro"]["loss_type"] == "dapo" and "epsilon" not in t["dro"]    # its aggregation; TRL has no DRO
+    est = {e: verl(replace(BASE, adv_estimator=e))["algorithm.adv_estimator"] for e in
+           ("reinforce_pp", "reinforce_pp_baseline", "remax", "opo", "passk", "gpg")}
+    assert est == {"reinforce_pp": "reinforce_plus_plus", "reinforce_pp_baseline": "reinforce_plus_plus_baseline",
+                   "remax": "remax", "opo": "opo", "passk": "grpo_passk", "gpg": "gpg"}
+    assert set(est.values()) <= set(fw.listed(fw.VERL_ESTIMATORS))
+    assert openrlhf(replace(BASE, adv_estimator="reinforce_pp"))["--algo.advantage.estimator"] == "reinforce"
+    assert "--algo.advantage.estimator" not in openrlhf(replace(BASE, adv_estimator="opo"))
+    assert any(k == "# advantage" for k, _, _ in fw.to_trl(replace(BASE, adv_estimator="opo")))
