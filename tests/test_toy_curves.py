@@ -145,3 +145,13 @@ def test_plot_seed_values_draws_a_line_per_label_and_fits_the_column():
     assert len(fig.axes[0].get_yticklabels()) == 24
     width, _ = struct.unpack(">II", print_figure(fig, "png", bbox_inches="tight")[16:24])
     assert width <= 930
+
+
+def test_identical_runs_groups_labels_equal_at_every_step_and_seed_but_the_clock():
+    def hist(seed, acc, t):
+        return History(config={"seed": seed}, rows=[{"step": 0, "acc/heldout": 0.3, "time/elapsed_s": 0.0},
+                                                    {"step": 2, "acc/heldout": acc, "time/elapsed_s": t}])
+    runs = {"a": [hist(0, 0.5, 1.0), hist(1, 0.6, 1.0)], "b": [hist(0, 0.5, 2.0), hist(1, 0.6, 3.0)],
+            "c": [hist(0, 0.5, 1.0), hist(1, 0.7, 1.0)], "d": [hist(0, 0.5, 9.0), hist(1, 0.6, 1.0)]}
+    assert curves.identical_runs(runs) == [["a", "b", "d"]]      # c differs in seed 1 only
+    assert curves.identical_runs(runs, ignore=()) == []

@@ -248,3 +248,22 @@ def plot_seed_values(rows: list[dict], key: str, *, reference: str | None = None
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def identical_runs(runs: dict, *, ignore=("time/", "speed/")) -> list[list[str]]:
+    """Groups of labels (two or more, in the runs' order) whose runs logged the same values at every
+    step in every seed, wall-clock keys (``ignore``) aside: the same computation, not a close result."""
+    def logged(hists):
+        return [[{k: v for k, v in r.items() if not k.startswith(ignore)} for r in h.rows] for h in hists]
+    groups: list[list[str]] = []
+    seen: list = []
+    for label, hists in _runs(runs).items():
+        values = logged(hists)
+        for g, v in zip(groups, seen):
+            if v == values:
+                g.append(label)
+                break
+        else:
+            groups.append([label])
+            seen.append(values)
+    return [g for g in groups if len(g) > 1]
