@@ -230,7 +230,7 @@ def plot_seed_values(rows: list[dict], key: str, *, reference: str | None = None
     fig, ax = plt.subplots(figsize=(size[0], size[1] or 0.5 + 0.26 * n), dpi=dpi)
     if reference is not None:
         ref = next(r for r in rows if r["label"] == reference)["values"]
-        ax.axvspan(min(ref), max(ref), color="0.85", label=f"{reference}: range of its seeds")
+        ax.axvspan(min(ref), max(ref), color="0.85")
     for i, r in enumerate(rows):
         y = n - 1 - i
         ax.plot(r["values"], [y] * len(r["values"]), "o", color="C0", ms=4, alpha=0.8)
@@ -238,11 +238,10 @@ def plot_seed_values(rows: list[dict], key: str, *, reference: str | None = None
     ax.set_yticks(range(n))
     ax.set_yticklabels([r["label"] for r in reversed(rows)], fontsize=9)
     ax.set_ylim(-0.7, n - 0.3)
-    ax.set_xlabel(f"{key}: dots = seeds, bar = mean", fontsize=10)
+    band = f", grey band = {reference}'s seed range" if reference is not None else ""
+    ax.set_xlabel(f"{key}: dots = seeds, bar = mean{band}", fontsize=10)
     ax.tick_params(axis="x", labelsize=10)
     ax.grid(axis="x", alpha=0.3)
-    if reference is not None:
-        ax.legend(loc="lower left", fontsize=9, frameon=False)
     if title:
         ax.set_title(title, fontsize=11)
     fig.tight_layout()
