@@ -176,7 +176,7 @@ def main(argv=None) -> None:
         """The comparison's finished runs so far, in a file stored_runs reads (this environment's)."""
         done = {label: list(by_seed.values()) for label, by_seed in results[name].items() if by_seed}
         with open(partial_path(name), "w") as f:
-            json.dump({"meta": {"comparison": name, "environment": environment(), "partial": True,
+            json.dump({"meta": {"comparison": name, "environment": environment(make_config("smoke").resolved_device()), "partial": True,
                                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
                        "runs": done}, f, separators=(",", ":"))
 
