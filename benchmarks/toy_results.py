@@ -134,6 +134,7 @@ def main(argv=None) -> None:
     from course_lib.toy.fingerprint import fingerprint
     from course_lib.toy.history import environment
     from course_lib.toy.trainer import config_record
+    device = make_config("smoke").resolved_device()          # what the runs train on
     stored = {} if a.rerun else stored_runs(a.out)
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}
     copied: dict = {n: [] for n in a.only}
@@ -157,7 +158,7 @@ def main(argv=None) -> None:
                 "steps": steps_of(name), "command": command.strip(), "threads_per_run": a.threads,
                 "workers": a.workers, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
                            f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
-                "environment": environment(make_config("smoke").resolved_device()),
+                "environment": environment(device),
                 "fingerprints": {label: fingerprint(cfg) for label, cfg in first.items()},
                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "copied_from_stored_files": copied[name],
@@ -176,7 +177,7 @@ def main(argv=None) -> None:
         """The comparison's finished runs so far, in a file stored_runs reads (this environment's)."""
         done = {label: list(by_seed.values()) for label, by_seed in results[name].items() if by_seed}
         with open(partial_path(name), "w") as f:
-            json.dump({"meta": {"comparison": name, "environment": environment(make_config("smoke").resolved_device()), "partial": True,
+            json.dump({"meta": {"comparison": name, "environment": environment(device), "partial": True,
                                 "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")},
                        "runs": done}, f, separators=(",", ":"))
 
