@@ -60,13 +60,13 @@ def _one_step(cfg, monkeypatch):
     seen = {}
     real_targets, real_policy_loss = trainer.targets, trainer.policy_loss
 
-    def spy_targets(c, setup, model, ref_model, batch):
+    def spy_targets(c, setup, model, ref_model, batch, **kw):
         seen.update(model=copy.deepcopy(model), batch=batch)        # the policy the advantages saw
-        return real_targets(c, setup, model, ref_model, batch)
+        return real_targets(c, setup, model, ref_model, batch, **kw)
 
-    def spy_policy_loss(c, setup, model, batch, tg, rows):
+    def spy_policy_loss(c, setup, logp, batch, tg, rows):
         seen["rows"] = rows
-        return real_policy_loss(c, setup, model, batch, tg, rows)
+        return real_policy_loss(c, setup, logp, batch, tg, rows)
 
     def recording_grpo(logp, old_logp, adv, mask, **kw):
         seen["adv"] = adv.detach().clone()
