@@ -207,7 +207,8 @@ def read_back(metrics: dict) -> dict:
     keys = [k for k, v in metrics.items() if isinstance(v, Tensor)]
     if not keys:
         return dict(metrics)
-    values = torch.stack([metrics[k].detach().reshape(()).double() for k in keys]).tolist()
+    dev = metrics[keys[0]].device
+    values = torch.stack([metrics[k].detach().reshape(()).to(dev, torch.float64) for k in keys]).tolist()
     return {**metrics, **dict(zip(keys, values))}
 
 
