@@ -609,6 +609,9 @@ def _mismatch_note(cfg) -> list:
     if cfg.mismatch in ("noise", "bf16"):
         return [("# mismatch", None, f"faked in the toy ({cfg.mismatch}); at scale the engine's "
                  "kernels and precision make it")]
+    if cfg.sampler_precision not in (None, cfg.precision):
+        return [("# sampler precision", None, f"the toy samples in {cfg.sampler_precision} and learns in "
+                 f"{cfg.precision}; at scale the engine's dtype and kernels against the trainer's")]
     return []
 
 

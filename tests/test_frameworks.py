@@ -364,3 +364,11 @@ def test_the_frameworks_losses_and_the_other_estimators_translate_to_their_own_n
     assert openrlhf(replace(BASE, adv_estimator="reinforce_pp"))["--algo.advantage.estimator"] == "reinforce"
     assert "--algo.advantage.estimator" not in openrlhf(replace(BASE, adv_estimator="opo"))
     assert any(k == "# advantage" for k, _, _ in fw.to_trl(replace(BASE, adv_estimator="opo")))
+
+
+def test_a_sampler_in_another_precision_is_named_in_every_translation():
+    cfg = make_config("smoke", sampler_precision="bf16")
+    for translate in (fw.to_verl, fw.to_trl, fw.to_openrlhf):
+        notes = [note for key, _, note in translate(cfg) if key == "# sampler precision"]
+        assert notes and "bf16" in notes[0] and "fp32" in notes[0], translate.__name__
+        assert not [k for k, _, _ in translate(make_config("smoke")) if k == "# sampler precision"]
