@@ -118,3 +118,9 @@ def test_the_phases_are_ordinary_configs_the_oracle_covers():
     assert set(CHANGEABLE) <= fields and not {"seed", "steps", "group_size", "n_layer"} & set(CHANGEABLE)
     cfg = make_config("smoke", changes={40: {"loss": "ppo", "eps_high": 0.28, "correction": "tis"}})
     assert cfg.at(40) == make_config("smoke", loss="ppo", eps_high=0.28, correction="tis")
+
+
+def test_a_sampler_switched_to_bf16_mid_run_parts_from_the_learner_from_that_step():
+    rows = train(replace(TINY, changes={3: {"sampler_precision": "bf16"}}), progress=False).rows
+    gap = [r["mismatch/abs_logratio_p99"] for r in rows[1:]]                  # steps 1, 2, ...
+    assert max(gap[:2]) < 1e-4 < min(gap[2:]), gap                            # float32 rounding, then bf16's
