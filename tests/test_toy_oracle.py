@@ -111,7 +111,7 @@ def run_oracle(cfg: ToyConfig, tol: float = 2e-4, loss_atol: float = 1e-6):
     # what the trainer does
     setup = trainer.loss_setup(cfg)
     opt = Recorder(model.parameters())
-    metrics, _ = trainer.learn(cfg, setup, model, ref_model, opt, batch, torch.Generator().manual_seed(7),
+    metrics = trainer.learn(cfg, setup, model, ref_model, opt, batch, torch.Generator().manual_seed(7),
                                lambda: LR)
     metrics = trainer.read_back(metrics)
     # what it must do
@@ -254,7 +254,7 @@ def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(ove
         model, ref_model, batch = make_models(1.0)
         calls, ref_calls = _count_forwards(model), _count_forwards(ref_model)
         opt = Recorder(model.parameters())
-        metrics, _ = trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch,
+        metrics = trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch,
                                    torch.Generator().manual_seed(7), lambda: LR, with_ref=cfg.kl_coef > 0)
         got[mode] = (trainer.read_back(metrics), opt.grads[0], dict(calls), dict(ref_calls))
     (m_a, g_a, c_a, r_a), (m_s, g_s, c_s, r_s) = got["auto"], got["separate"]

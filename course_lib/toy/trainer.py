@@ -480,9 +480,9 @@ def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg
 
 def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
-           after_step: Callable[[], None] = lambda: None) -> tuple[dict, Targets]:
-    """Epochs x minibatches of whole groups, one optimiser step each -> (the update's metrics, tensors
-    where computed on the device; the Targets used).
+           after_step: Callable[[], None] = lambda: None) -> dict:
+    """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
+    where computed on the device).
 
     ``tg``: the batch's Targets, or (one optimiser step, ``reuses_loss_forward``) a function
     (logp, logp_all) of the whole batch, detached, in batch order -> Targets, called once on the
@@ -528,14 +528,14 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     out = {k: v / n_updates for k, v in sums.items()}
     out.setdefault("kl/penalty", 0.0)
     out.update({"ratio/max": torch.stack(maxima).max().clamp_min(0.0) if maxima else 0.0, "lr": lr, "learn_tokens": tokens, "flops/learn": flops})
-    return out, tg
+    return out
 
 
 def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
-          *, with_ref: bool = True) -> tuple[dict, Targets]:
+          *, with_ref: bool = True) -> dict:
     """One batch learned: ``targets`` (advantages, pi_old, pi_ref, corrections), then ``update``
-    -> (the step's learning metrics, tensors among them; the Targets used).
+    -> the step's learning metrics, tensors among them.
 
     With ``reuses_loss_forward(cfg)`` there is no separate pi_old forward: ``targets`` reads the
     loss forward's own log-probs. ``with_ref``: run the reference forward (needed by a KL term; the
@@ -553,8 +553,8 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
         return tg
     fused = reuses_loss_forward(cfg)
     _sync(device); t0 = time.perf_counter()
-    learned, tg = update(cfg, setup, model, opt, batch, make_targets if fused else make_targets(),
-                         cpu_gen, lr_for, after_step)
+    learned = update(cfg, setup, model, opt, batch, make_targets if fused else make_targets(),
+                     cpu_gen, lr_for, after_step)
     _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
     tokens = learned.pop("learn_tokens")
     ctx = PROMPT_LEN + batch.responses.shape[1]
@@ -562,7 +562,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
     return {**target_metrics, **learned, "time/learn_s": t_learn, "time/targets_s": spent["targets"],
             "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
             "flops/targets": passes * len(batch.rewards) * (ctx - 1)
-            * model.flops_per_token(ctx / 2, backward=False)}, tg
+            * model.flops_per_token(ctx / 2, backward=False)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -650,7 +650,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
         # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
         evaluating = step % cfg.eval_every == 0 or step == cfg.steps
         if got.batch is not None:                                     # else nothing to learn from
-            learned, _ = learn(now_cfg, setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
+            learned = learn(now_cfg, setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
                                next_lr, after_opt_step,
                                with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating)
             row.update(learned)
