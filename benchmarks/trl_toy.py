@@ -178,11 +178,14 @@ def _timed(fn, phases: dict, key: str):
 def run_course(cfg) -> dict:
     import course_lib.toy.trainer as toy
     # two pieces of the step timed from outside: the no-gradient recompute of pi_old and pi_ref
-    # (trainer.targets) and the loss's forward (trainer.policy_loss); train() looks both up at call time
+    # (trainer.targets) and the loss's forward (the learner's forward with gradient, trainer.learner_logp,
+    # and the loss on it, trainer.policy_loss); train() looks them up at call time
     timers = {"pi_old + pi_ref": [], "loss forward": []}
-    originals = toy.targets, toy.policy_loss, toy.collect
+    originals = toy.targets, toy.policy_loss, toy.collect, toy.learner_logp
     toy.targets = _timed(toy.targets, timers, "pi_old + pi_ref")
     toy.policy_loss = _timed(toy.policy_loss, timers, "loss forward")
+    timed_forward = _timed(originals[3], timers, "loss forward")
+    toy.learner_logp = lambda *a, **k: (timed_forward if torch.is_grad_enabled() else originals[3])(*a, **k)
 
     def collect(*a, **k):                                  # a step starts with its sampling
         for v in timers.values():
@@ -192,7 +195,7 @@ def run_course(cfg) -> dict:
     try:
         hist = train(cfg, progress=False)
     finally:
-        toy.targets, toy.policy_loss, toy.collect = originals
+        toy.targets, toy.policy_loss, toy.collect, toy.learner_logp = originals
     rows = hist.rows[1:]
     evals = [(r["step"], r["acc/heldout"]) for r in hist.rows if "acc/heldout" in r]
     step_s = [r["time/step_s"] for r in rows]

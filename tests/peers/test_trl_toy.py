@@ -27,7 +27,8 @@ pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages                                            # noqa: E402
 from course_lib.toy.config import make_config                               # noqa: E402
 from course_lib.toy.task import PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
-from course_lib.toy.trainer import Batch, build_model, loss_setup, policy_loss, targets, warm_start   # noqa: E402
+from course_lib.toy.trainer import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
+                                   targets, warm_start)
 
 spec = importlib.util.spec_from_file_location("trl_toy",
                                               Path(__file__).resolve().parents[2] / "benchmarks" / "trl_toy.py")
@@ -68,7 +69,8 @@ def course_first_step(cfg, state, batch, adv=None, bug=None):
         tg.adv = -tg.adv
     if bug == "aggregation":
         setup = replace(setup, knobs={**setup.knobs, "agg": "seq-mean-token-sum"})
-    loss, *_ = policy_loss(cfg, setup, model, batch, tg, torch.arange(len(batch.rewards)))
+    logp, _ = learner_logp(model, batch.prompts, batch.responses, cfg.temperature, cfg.precision)
+    loss, *_ = policy_loss(cfg, setup, logp, batch, tg, torch.arange(len(batch.rewards)))
     loss.backward()
     grads = {n: p.grad for n, p in model.named_parameters()}
     for name in ("tok.weight", "head.weight"):                    # PAD's rows: never used, no gradient
