@@ -22,11 +22,19 @@ def test_every_comparison_declares_glossary_keys_led_by_its_tested_metric():
         Comparison(claim="c", metric="acc/heldout", variants={}, keys=("entropy/mean",))
 
 
-def test_the_every_loss_comparison_trains_each_registered_loss_and_rloo():
+def test_the_every_loss_comparison_trains_every_loss_and_every_estimator_the_trainer_runs():
+    from course_lib.toy.config import CHOICES
     comp = COMPARISONS["all_losses"]
     trained = {kw["loss"] for kw in comp.variants.values()}
-    assert trained == set(losses.available_losses())
-    assert any(kw.get("adv_estimator") == "rloo" for kw in comp.variants.values())
+    assert trained == set(losses.available_losses()) | set(losses.framework_losses())
+    estimators = {kw.get("adv_estimator", "grpo") for kw in comp.variants.values()}
+    assert estimators == set(CHOICES["adv_estimator"])
+    # each loss with GRPO's advantage, and each other estimator with GRPO's loss (GPG also with its own)
+    for name in trained:
+        assert comp.variants.get(name) == {"loss": name}, name
+    others = [kw for kw in comp.variants.values() if kw.get("adv_estimator", "grpo") != "grpo"]
+    assert all(kw["loss"] == "grpo" for kw in others if kw["adv_estimator"] != "gpg")
+    assert {"loss": "gpg", "adv_estimator": "gpg"} in others
 
 
 def test_each_stored_file_holds_exactly_its_comparisons_arms_and_seeds():

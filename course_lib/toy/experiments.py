@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..losses import available_losses
+from ..losses import available_losses, framework_losses
 from .config import ToyConfig, make_config
 from .history import History, from_columns, load_results, to_columns  # noqa: F401 (re-exported)
 from .trainer import train
@@ -33,6 +33,10 @@ class Comparison:
         cfg = replace(base, monitor_kl_ref=True, **self.base, seed=seed, **({"steps": steps} if steps else {}))
         return {label: replace(cfg, **kw) for label, kw in self.variants.items()}
 
+
+# the advantage estimators beside GRPO's and RLOO's that the toy trainer runs (``ToyConfig.adv_estimator``)
+ESTIMATOR_LABELS = {"reinforce_pp": "REINFORCE++", "reinforce_pp_baseline": "REINFORCE++ (baseline)",
+                    "remax": "ReMax", "opo": "OPO", "passk": "pass@k"}
 
 # several optimiser steps per batch at lr 5e-4 (lr 1e-3 with 4 minibatches made reward fall)
 MULTI = dict(minibatches=4, lr=5e-4)
@@ -119,12 +123,17 @@ COMPARISONS: dict[str, Comparison] = {
                   "sampler bf16 + TIS (cap 2)": dict(correction="tis"),
                   "sampler bf16 + MIS (cap 2)": dict(correction="mis")}),
     "all_losses": Comparison(
-        claim="Every loss in the registry (and RLOO advantages) trains the toy policy with its own "
+        claim="Every loss in the registry and every other policy loss and advantage estimator verl "
+              "0.9.1 and TRL 1.16.0 select that the toy can run trains the toy policy with its own "
               "defaults, one gradient step per batch, the same seeds and the same batches.",
         metric="acc/heldout",
         keys=("acc/heldout", "entropy/mean", "len/all"),
         variants={**{name: dict(loss=name) for name in available_losses()},
-                  "grpo + RLOO advantages": dict(loss="grpo", adv_estimator="rloo")}),
+                  "grpo + RLOO advantages": dict(loss="grpo", adv_estimator="rloo"),
+                  **{name: dict(loss=name) for name in framework_losses()},
+                  "gpg + GPG advantages": dict(loss="gpg", adv_estimator="gpg"),
+                  **{f"grpo + {label} advantages": dict(loss="grpo", adv_estimator=name)
+                     for name, label in ESTIMATOR_LABELS.items()}}),
 }
 
 
