@@ -7,6 +7,7 @@
 
     python benchmarks/toy_training.py --sizes gpu --seeds 0 --steps 50     # the GPU size's quick check
     python benchmarks/toy_training.py --sizes smoke cpu --steps 200 --compare-work   # the saved work, side by side
+    python benchmarks/toy_training.py --sizes long --seeds 0      # the long-answer (scratchpad) task
 
 Prints the device, the matmul peak it measures in the learner's arithmetic (dtype and size printed,
 next to the device's specification peak where known), each size's FLOPs per token and per step, and
@@ -36,11 +37,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from course_lib.toy.config import make_config            # noqa: E402
 from course_lib.toy.experiments import error_analysis   # noqa: E402
 from course_lib.toy.policy import compute_precision, sample   # noqa: E402
-from course_lib.toy.task import AdditionTask             # noqa: E402
-from course_lib.toy.task import PROMPT_LEN                # noqa: E402
+from course_lib.toy.task import make_task                # noqa: E402
 from course_lib.toy.trainer import build_model, stop_check_every, train, warm_start   # noqa: E402
 
-TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95)}
+TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95), "long": ("gain", 0.1)}
 
 
 # dense (no sparsity) specification peaks in FLOP/s, from NVIDIA's data sheets (SXM parts)
@@ -89,7 +89,7 @@ def flops_per_step(cfg) -> dict:
     no-grad forwards (pi_old when recomputed, pi_ref every step only with a KL term or the monitor)."""
     from course_lib.toy.trainer import reuses_loss_forward
     model = build_model(cfg, dtype=torch.float32).to("meta")
-    ctx = PROMPT_LEN + cfg.max_new_tokens
+    ctx = make_task(cfg).prompt_len + cfg.max_new_tokens
     B, positions = cfg.batch_size, cfg.batch_size * (ctx - 1)
     per_tok = model.flops_per_token(ctx / 2)
     fwd = model.flops_per_token(ctx / 2, backward=False)
@@ -104,7 +104,7 @@ def cache_check(cfg, device) -> tuple[float, float]:
     and with the prefix re-run every step."""
     model = build_model(cfg).to(device)
     model.load_state_dict(warm_start(cfg, device)[0])
-    prompts = AdditionTask().prompts("train")[: cfg.batch_size].to(device)
+    prompts = make_task(cfg).prompts("train")[: cfg.batch_size].to(device)
     prompts = prompts.repeat((cfg.batch_size + len(prompts) - 1) // len(prompts), 1)[: cfg.batch_size]
     rates = []
     with compute_precision(cfg.sampler_precision or cfg.precision, device):
@@ -174,7 +174,7 @@ def main(argv=None) -> None:
         f = flops_per_step(cfg)
         kv, nokv = cache_check(cfg, device)
         print(f"{size}: {f['params'] / 1e6:.2f} M parameters (no embeddings), {cfg.batch_size} responses x "
-              f"{PROMPT_LEN + cfg.max_new_tokens - 1} positions per step, {cfg.precision}; learner "
+              f"{make_task(cfg).prompt_len + cfg.max_new_tokens - 1} positions per step, {cfg.precision}; learner "
               f"{f['learn_per_token'] / 1e6:.2f} MFLOP per token (forward + backward); per step at the full "
               f"budget: sampling {f['sample'] / 1e9:.2f}, learning {f['learn'] / 1e9:.2f}, no-grad forwards "
               f"{f['no_grad'] / 1e9:.2f} GFLOP; one batch sampled {kv:,.0f} tok/s with the KV cache, "

@@ -19,7 +19,6 @@ CHOICES = {
     "correction": ("none", "tis", "mis"),
     "correction_level": ("token", "sequence"),
     "lr_schedule": ("constant", "cosine"),
-    "verifier": ("exact", "contains"),
     "precision": ("fp32", "tf32", "bf16"),
     "sampler_precision": (None, "fp32", "tf32", "bf16"),
     "old_logp_forward": ("auto", "separate"),
@@ -29,6 +28,9 @@ CHOICES = {
 @dataclass(frozen=True)
 class ToyConfig:
     # --- run ---------------------------------------------------------------------------------
+    task: str = "addition"             # a name in task.TASKS: "addition" ("ab+cd=" -> the sum),
+                                       # "scratchpad" (three digits, worked out column by column:
+                                       # toy.scratchpad), or one added with task.register_task
     seed: int = 0                      # RL seed: prompt order, sampling, minibatch order
     steps: int = 300                   # RL steps (one rollout batch each)
     device: str = "auto"               # "auto": CUDA when available, else CPU; or "cpu" / "cuda"
@@ -85,7 +87,8 @@ class ToyConfig:
     overlong_penalty: bool = False     # add rewards.overlong_penalty(len, max_new_tokens, overlong_cache)
     overlong_cache: int = 2
     # --- reward misconfigurations (chapter 08 shows what they do to a run) ---------------------
-    verifier: str = "exact"            # "contains": a lenient check (the sum anywhere in the answer)
+    verifier: str = "exact"            # a name in the task's verifiers; the addition task's "contains"
+                                       # is a lenient check (the sum anywhere in the answer)
     length_bonus: float = 0.0          # reward per response token: a length-dependent reward
     # --- sampler / learner mismatch and its correction -----------------------------------------
     mismatch: str = "none"             # "noise": N(0, s^2) on sampler logits; "bf16": bfloat16
@@ -122,6 +125,11 @@ class ToyConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        from .task import make_task
+        verifiers = make_task(self).verifiers                  # ValueError for an unknown task
+        if self.verifier not in verifiers:
+            raise ValueError(f"verifier must be one of the {self.task!r} task's verifiers {tuple(verifiers)}, "
+                             f"got {self.verifier!r}")
         for name in ("steps", "prompts_per_step", "minibatches", "epochs", "max_new_tokens",
                      "eval_every", "max_sampling_rounds", "stale_steps"):
             v = getattr(self, name)
@@ -225,6 +233,10 @@ SIZES: dict[str, dict] = {
     "gpu": dict(steps=500, prompts_per_step=1024, group_size=16, n_layer=6, d_model=512, n_head=8,
                 minibatches=4, precision="bf16", lr=3e-4, lr_schedule="cosine", lr_min=3e-5, warmup_steps=20,
                 warm_steps=2000, warm_batch=1024, warm_lr=1e-3, eval_every=50),
+    # the long-answer task (toy.scratchpad): three-digit sums worked out column by column in up to 48
+    # tokens; the smoke policy, 32 prompts x 8 per step (about 0.4 s a step on one CPU thread)
+    "long": dict(task="scratchpad", max_new_tokens=48, steps=200, prompts_per_step=32, group_size=8,
+                 eval_every=20, warm_steps=1500, warm_target=0.3),
 }
 
 

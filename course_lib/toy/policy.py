@@ -51,7 +51,8 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    """Decoder-only transformer over the task's 14 tokens. tokens [B, L] -> logits [B, L, V].
+    """Decoder-only transformer over a task's ``vocab_size`` tokens (the addition task's 14 by
+    default). tokens [B, L] -> logits [B, L, V].
 
     ``dtype`` (default: torch's, float32) is the parameters' dtype from the start: float64
     parameters are drawn in float64, whose normal draws are the same on every CPU (float32's
@@ -59,20 +60,23 @@ class TinyGPT(nn.Module):
     """
 
     def __init__(self, n_layer: int = 2, d_model: int = 64, n_head: int = 4, block_size: int = 16,
-                 dtype: torch.dtype | None = None):
+                 dtype: torch.dtype | None = None, vocab_size: int = VOCAB_SIZE):
         super().__init__()
         if d_model % n_head:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
+        if not isinstance(vocab_size, int) or vocab_size <= PAD:
+            raise ValueError(f"vocab_size must be an int > {PAD} (EOS and PAD are ids {EOS} and {PAD}), "
+                             f"got {vocab_size!r}")
         self.block_size, self.d_model, self.n_layer = block_size, d_model, n_layer
         kw = {"dtype": dtype}
-        self.tok = nn.Embedding(VOCAB_SIZE, d_model, **kw)
+        self.tok = nn.Embedding(vocab_size, d_model, **kw)
         self.pos = nn.Embedding(block_size, d_model, **kw)
         self.blocks = nn.ModuleList(Block(d_model, n_head, dtype) for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(d_model, **kw)
-        self.head = nn.Linear(d_model, VOCAB_SIZE, bias=False, **kw)
+        self.head = nn.Linear(d_model, vocab_size, bias=False, **kw)
         # PAD only fills the space after EOS: the policy can never emit it (a finite -1e4, not
         # -inf, so that 0 * logp stays 0 in the entropy and float32 exp gives exactly 0)
-        bias = torch.zeros(VOCAB_SIZE, dtype=dtype)
+        bias = torch.zeros(vocab_size, dtype=dtype)
         bias[PAD] = -1e4
         self.register_buffer("logit_bias", bias, persistent=False)
         self.apply(self._init)

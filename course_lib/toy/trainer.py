@@ -1,4 +1,4 @@
-"""``train(config) -> History``: GRPO-family RL on the addition task, calling course_lib's pieces.
+"""``train(config) -> History``: GRPO-family RL on a task (addition by default), calling course_lib's pieces.
 
 ``train`` reads top to bottom; each RL step is
   1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
@@ -39,7 +39,7 @@ from ..metrics import check_keys
 from .config import ToyConfig
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp
-from .task import EOS, PAD, PROMPT_LEN, VERIFIERS, AdditionTask, imperfect_answers
+from .task import EOS, PAD, correctness, make_task
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
 
@@ -109,8 +109,10 @@ def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
 # model, warm start, evaluation, schedule
 # ----------------------------------------------------------------------------------------------
 def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:
-    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=PROMPT_LEN + cfg.max_new_tokens,
-                   dtype=dtype)
+    """The policy for the config's task: its vocabulary, its prompt plus the generation budget."""
+    task = make_task(cfg)
+    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
+                   dtype=dtype, vocab_size=task.vocab_size)
 
 
 _WARM_CACHE: dict = {}
@@ -124,7 +126,7 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     from the same policy and pay for it once.
     """
     device = device or cfg.resolved_device()
-    key = (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
+    key = (cfg.task, cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
            cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype,
            cfg.precision)
     if key in _WARM_CACHE:
@@ -133,14 +135,15 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     torch.manual_seed(cfg.warm_seed)
     model = build_model(cfg, dtype).to(device)
     g = torch.Generator().manual_seed(cfg.warm_seed)
-    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    task = make_task(cfg)
+    train_prompts = task.prompts("train")
     probe = train_prompts[:512].to(device)          # training prompts: the held-out set stays unseen
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
     target = "" if cfg.warm_target is None else f" to greedy acc {cfg.warm_target}"
     bar = progress_bar(cfg.warm_steps, f"warm start{target}", progress and cfg.warm_steps > 0)
     for step in range(cfg.warm_steps):
         if cfg.warm_target is not None and step % 10 == 0:
-            acc = heldout_accuracy(model, probe, cfg.max_new_tokens, cfg.precision)
+            acc = heldout_accuracy(model, probe, cfg.max_new_tokens, cfg.precision, task.verifiers["exact"])
             bar.set_postfix_str(f"greedy acc {acc:.3f}", refresh=False)
             if acc >= cfg.warm_target:
                 bar.total = step                    # reached: the bar ends full, not stalled
@@ -149,11 +152,11 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
             group["lr"] = cfg.warm_lr * min(1.0, (step + 1) / 10)
         idx = torch.randint(len(train_prompts), (cfg.warm_batch,), generator=g)
         prompts = train_prompts[idx]
-        answers = imperfect_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
+        answers = task.warm_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
         seq = to_device(torch.cat([prompts, answers], dim=1), device)          # [N, Lp + T]
         with compute_precision(cfg.precision, device):
-            logits = full_precision(model(seq[:, :-1])[:, PROMPT_LEN - 1:])     # [N, T, V]
-        target_tok = seq[:, PROMPT_LEN:]                                       # [N, T]
+            logits = full_precision(model(seq[:, :-1])[:, task.prompt_len - 1:])  # [N, T, V]
+        target_tok = seq[:, task.prompt_len:]                                     # [N, T]
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                  target_tok.reshape(-1), ignore_index=PAD)
         opt.zero_grad(set_to_none=True)
@@ -167,11 +170,13 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
 
 
 @torch.no_grad()
-def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32") -> float:
-    """Greedy-decoding accuracy on the given prompts."""
+def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32",
+                     verifier: Callable[[Tensor, Tensor], Tensor] | None = None) -> float:
+    """Greedy-decoding accuracy on the given prompts, by ``verifier`` (default: the addition task's
+    exact check)."""
     with compute_precision(precision, prompts.device):
         roll = sample(model, prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
-    return float(AdditionTask.reward(prompts, roll.responses).mean())
+    return float((verifier or correctness)(prompts, roll.responses).mean())
 
 
 def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
@@ -278,6 +283,7 @@ def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, fi
 def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.Generator,
             cpu_gen: torch.Generator, flops_per_token: Callable[[float], float]) -> Collected:
     """Sample P prompts x G responses (more rounds with dynamic sampling) and shape the rewards."""
+    task = make_task(cfg)
     P, G, T_max = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
     noise = cfg.logits_noise if cfg.mismatch == "noise" else 0.0
     device = train_prompts.device
@@ -292,9 +298,10 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
                           logits_noise=noise, stop_check_every=stop_check_every(device))
         _sync(device); seconds += time.perf_counter() - t0
         tokens += roll.responses.numel()
-        flops += P * G * (PROMPT_LEN + roll.steps - 1) * flops_per_token((PROMPT_LEN + roll.steps) / 2)
-        ok = AdditionTask.reward(prompts, roll.responses)                     # [B] 0/1, exact
-        passed = ok if cfg.verifier == "exact" else VERIFIERS[cfg.verifier](prompts, roll.responses)
+        Lp = prompts.shape[1]
+        flops += P * G * (Lp + roll.steps - 1) * flops_per_token((Lp + roll.steps) / 2)
+        ok = task.verifiers["exact"](prompts, roll.responses)                 # [B] 0/1, exact
+        passed = ok if cfg.verifier == "exact" else task.verifiers[cfg.verifier](prompts, roll.responses)
         n_tok = roll.mask.sum(dim=1)                                          # [B]
         rolls.append(roll); correct.append(ok); lengths.append(n_tok)
         truncated.append(~(roll.responses == EOS).any(dim=1))
@@ -407,7 +414,7 @@ def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
     with compute_precision(cfg.precision, prompts.device):
         roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
                       stop_check_every=stop_check_every(prompts.device))
-    passed = VERIFIERS[cfg.verifier](prompts, roll.responses)
+    passed = make_task(cfg).verifiers[cfg.verifier](prompts, roll.responses)
     shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1))                 # [P]
     return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
 
@@ -492,7 +499,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     mb_groups = max(n_groups // cfg.minibatches, 1)
     sums: dict = {}
     maxima, n_updates, tokens, flops = [], 0, 0, 0.0
-    ctx = PROMPT_LEN + batch.responses.shape[1]
+    ctx = batch.prompts.shape[1] + batch.responses.shape[1]
     with ratios.tensor_stats():
         for _ in range(cfg.epochs):
             order = torch.randperm(n_groups, generator=cpu_gen)
@@ -557,7 +564,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
                      cpu_gen, lr_for, after_step)
     _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
     tokens = learned.pop("learn_tokens")
-    ctx = PROMPT_LEN + batch.responses.shape[1]
+    ctx = batch.prompts.shape[1] + batch.responses.shape[1]
     passes = (0 if fused else 1) + int(with_ref)              # forwards without gradient
     return {**target_metrics, **learned, "time/learn_s": t_learn, "time/targets_s": spent["targets"],
             "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
@@ -583,7 +590,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
         torch.set_num_threads(cfg.num_threads)
-    task = AdditionTask(n_heldout=cfg.n_heldout)
+    task = make_task(cfg)
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
 
@@ -628,7 +635,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
 
     hist = History(config=config_record(cfg), warm_start_s=warm_s)
     hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens,
-                                                                 cfg.precision),
+                                                                 cfg.precision, task.verifiers["exact"]),
                       "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
     drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
     n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
@@ -657,7 +664,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
 
         # ---- 3. evaluate and record -------------------------------------------------------
         if evaluating:
-            row["acc/heldout"] = heldout_accuracy(model, held_prompts, now_cfg.max_new_tokens, now_cfg.precision)
+            row["acc/heldout"] = heldout_accuracy(model, held_prompts, now_cfg.max_new_tokens, now_cfg.precision,
+                                                  task.verifiers["exact"])
             bar.set_postfix_str(f"held-out acc {row['acc/heldout']:.3f}", refresh=False)
         row = read_back(row)
         now = time.perf_counter()
