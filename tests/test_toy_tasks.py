@@ -1,0 +1,88 @@
+"""The trainer's task plug-in: a task named in ToyConfig supplies prompts, verifier, warm start and
+vocabulary, and the same train() runs it (the addition task and the scratchpad task are two)."""
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+import torch
+
+from course_lib.toy import task as T
+from course_lib.toy.config import ToyConfig
+from course_lib.toy.trainer import build_model, train
+
+TINY = dict(steps=3, prompts_per_step=8, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=20,
+            warm_target=None, warm_batch=32, n_heldout=16, eval_every=3, device="cpu", num_threads=1)
+MARK = 14                                                   # the copy task's own token
+
+
+def copy_exact(prompts, responses):
+    """1 when the response is the prompt's three digits, then EOS."""
+    want = torch.cat([prompts[:, 1:], torch.full((len(prompts), 1), T.EOS)], dim=1)       # [B, 4]
+    return (responses[:, :4] == want).all(dim=1).float()
+
+
+def never(prompts, responses):
+    return torch.zeros(len(prompts))
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """Prompts "#xyz" (# = id 14); the answer repeats xyz."""
+    n_heldout: int = 16
+    name: ClassVar[str] = "copy"
+    prompt_len: ClassVar[int] = 4
+    vocab_size: ClassVar[int] = 15
+    verifiers: ClassVar[dict] = {"exact": copy_exact, "never": never}
+
+    def prompts(self, split="train"):
+        ids = torch.arange(1000)
+        p = torch.stack([torch.full_like(ids, MARK), ids // 100, ids // 10 % 10, ids % 10], dim=1)
+        return p[self.n_heldout:] if split == "train" else p[: self.n_heldout]
+
+    def warm_answers(self, prompts, noise, generator, max_len):
+        ans = torch.cat([prompts[:, 1:], torch.full((len(prompts), 1), T.EOS)], dim=1)
+        return torch.cat([ans, torch.full((len(prompts), max_len - 4), T.PAD)], dim=1)[:, :max_len]
+
+    def to_text(self, tokens):
+        return "".join("#" if t == MARK else T.to_text([t]) for t in tokens)
+
+
+@pytest.fixture
+def copy_task():
+    T.register_task("copy", lambda n_heldout: CopyTask(n_heldout=n_heldout))
+    yield
+    T.TASKS.pop("copy")
+
+
+def test_a_registered_task_trains_through_the_same_trainer(copy_task, monkeypatch):
+    cfg = ToyConfig(task="copy", max_new_tokens=5, **{**TINY, "warm_steps": 200, "warm_lr": 1e-2})
+    model = build_model(cfg)
+    assert model.tok.weight.shape[0] == model.head.weight.shape[0] == 15
+    assert model.block_size == 4 + 5
+    seen = []
+    monkeypatch.setitem(CopyTask.verifiers, "exact", lambda p, r: seen.append(p.shape) or copy_exact(p, r))
+    h = train(cfg, progress=False)
+    assert all(s[1] == 4 for s in seen) and len(seen) >= 3        # the task's verifier, on its prompts
+    first, last = h.rows[0]["acc/heldout"], h.rows[-1]["acc/heldout"]
+    assert first > 0.5 and last > 0.5                               # the warm start taught the copy
+    hacked = train(ToyConfig(task="copy", max_new_tokens=5, verifier="never", **TINY), progress=False)
+    assert all(r["reward/mean"] == 0.0 for r in hacked.rows[1:])     # the reward is the chosen verifier's
+
+
+def test_a_config_names_a_known_task_and_one_of_its_verifiers(copy_task):
+    with pytest.raises(ValueError, match="task must be one of"):
+        ToyConfig(task="chess")
+    with pytest.raises(ValueError, match="verifier must be one of the 'copy' task's verifiers"):
+        ToyConfig(task="copy", verifier="contains")
+    with pytest.raises(ValueError, match="verifier must be one of the 'scratchpad' task's"):
+        ToyConfig(task="scratchpad", verifier="contains")
+    assert ToyConfig(task="scratchpad", verifier="format").verifier == "format"
+
+
+def test_the_scratchpad_task_trains_with_long_answers():
+    cfg = ToyConfig(task="scratchpad", max_new_tokens=48, **{**TINY, "warm_steps": 40})
+    assert build_model(cfg).tok.weight.shape[0] == 17
+    h = train(cfg, progress=False)
+    lengths = [r["len/all"] for r in h.rows[1:]]
+    assert all(4 < n < 48 for n in lengths)                         # long and of varying length
+    assert all(0 <= r["len/truncated_frac"] <= 1 for r in h.rows[1:])
