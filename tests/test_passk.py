@@ -1,0 +1,38 @@
+"""The unbiased pass@k estimator against a count over every k-subset of the samples."""
+import itertools
+
+import pytest
+import torch
+
+from course_lib.passk import pass_at_k, pass_at_k_curve
+
+
+def brute(n: int, c: int, k: int) -> float:
+    """The share of k-subsets of n samples (the first c correct) holding at least one correct one."""
+    subsets = list(itertools.combinations(range(n), k))
+    return sum(any(i < c for i in s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 10])
+def test_pass_at_k_is_the_share_of_k_subsets_with_a_correct_sample(n):
+    for c in range(n + 1):
+        for k in range(1, n + 1):
+            assert abs(float(pass_at_k(n, c, k)) - brute(n, c, k)) < 1e-12, (n, c, k)
+
+
+def test_edges_vectors_and_the_curve():
+    assert float(pass_at_k(256, 0, 256)) == 0.0 and float(pass_at_k(256, 1, 1)) == pytest.approx(1 / 256)
+    assert float(pass_at_k(10, 8, 3)) == 1.0                          # n - c < k: every subset passes
+    v = pass_at_k(torch.tensor([8, 8, 8]), torch.tensor([0, 2, 8]), 2)
+    assert v.dtype == torch.float64 and v.tolist() == pytest.approx([0.0, brute(8, 2, 2), 1.0])
+    curve = pass_at_k_curve(torch.tensor([0, 1, 4]), 8, [1, 2, 8])
+    assert curve[1] == pytest.approx((0 + 1 / 8 + 4 / 8) / 3) and curve[8] == pytest.approx(2 / 3)
+    assert float(pass_at_k(1024, 3, 512)) == pytest.approx(1 - (512 * 511 * 510) / (1024 * 1023 * 1022))
+
+
+@pytest.mark.parametrize("args, match", [((4, 5, 1), "c must lie"), ((4, -1, 1), "c must lie"),
+                                         ((4, 2, 5), "k \\(5\\) must be <= n"), ((4, 2, 0), "k must be"),
+                                         ((4, 1.5, 1), "whole numbers")])
+def test_bad_input_names_the_argument(args, match):
+    with pytest.raises(ValueError, match=match):
+        pass_at_k(*args)
