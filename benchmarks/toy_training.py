@@ -221,7 +221,7 @@ def main(argv=None) -> None:
                 if work == "now":
                     finals.setdefault(size, []).append(acc1)
                 print(head if len(rows) == 1 else "", line, sep="\n" if len(rows) == 1 else "", flush=True)
-                if work == "now":
+                if work == "now" and cfg.task == "addition":           # the breakdown reads addition's sums
                     print(f"      final greedy accuracy by kind of sum: {final_breakdown(hist, cfg)}",
                           flush=True)
     print("\n" + head)

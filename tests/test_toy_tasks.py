@@ -86,3 +86,13 @@ def test_the_scratchpad_task_trains_with_long_answers():
     lengths = [r["len/all"] for r in h.rows[1:]]
     assert all(4 < n < 48 for n in lengths)                         # long and of varying length
     assert all(0 <= r["len/truncated_frac"] <= 1 for r in h.rows[1:])
+
+
+def test_the_addition_only_measurements_refuse_another_task():
+    from course_lib.toy import experiments
+    cfg = ToyConfig(task="scratchpad", max_new_tokens=48, **TINY)
+    for fn in (experiments.clip_higher_mechanism, experiments.zero_signal_share):
+        with pytest.raises(ValueError, match="task='scratchpad'"):
+            fn(cfg)
+    with pytest.raises(ValueError, match="error_analysis reads the addition task"):
+        experiments.error_analysis(cfg, {})

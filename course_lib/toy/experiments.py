@@ -197,6 +197,11 @@ class Status:
             self.handle.update(self._line(what if self.done < self.total else "done"))
 
 
+def _addition_only(cfg: ToyConfig, what: str) -> None:
+    if cfg.task != "addition":
+        raise ValueError(f"{what} reads the addition task's prompts and sums; got a config with task={cfg.task!r}")
+
+
 def _warm_policy(cfg: ToyConfig):
     from .trainer import build_model, warm_start
     device = cfg.resolved_device()
@@ -221,6 +226,7 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
     from .. import advantages, losses
     from .policy import response_logits, sample, token_logp
     from .task import AdditionTask
+    _addition_only(cfg, "clip_higher_mechanism")
     status = Status("one batch, PPO epochs", len(eps_highs) * epochs, progress)
     model, device = _warm_policy(cfg)
     g = torch.Generator(device=device).manual_seed(seed)
@@ -272,6 +278,7 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
     from .. import advantages
     from .policy import sample
     from .task import AdditionTask
+    _addition_only(cfg, "zero_signal_share")
     status = Status("sampling at each temperature", len(temperatures), progress)
     model, device = _warm_policy(cfg)
     pick = torch.Generator().manual_seed(seed)
@@ -323,6 +330,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, s
     from .policy import sample
     from .task import AdditionTask, carry_class, decode_operands
     from .trainer import build_model
+    _addition_only(cfg, "error_analysis")
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)
     model.load_state_dict(state)
