@@ -5,6 +5,7 @@
     python benchmarks/toy_results.py --only gallery gallery_probes gallery_from_start    # chapter 08
     python benchmarks/toy_results.py --only diagnosis_heldout --out course_lib/judge/data   # exercise 13
     python benchmarks/toy_results.py --only gallery --fingerprints    # recompute fingerprints, train nothing
+    python benchmarks/toy_results.py --only long_aggregation long_clip_higher   # the long-answer task
 
 Each comparison stores its own seeds and steps (``Comparison.seeds`` / ``steps``: chapter 07's 0 1 2 and
 200, chapter 08's gallery 240 steps, its probes 150, exercise 13's held-out runs seed 3 and 240 steps);
@@ -43,10 +44,11 @@ KEYS = ["acc/heldout", "acc/sampled", "reward/mean", "entropy/mean", "len/all", 
 
 
 def run_sets() -> dict:
-    """Chapter 07's comparisons and chapter 08's run sets, by name."""
+    """Chapter 07's comparisons, chapter 08's run sets and the long-answer task's comparisons, by name."""
     from course_lib.toy.diagnosis import RUN_SETS
     from course_lib.toy.experiments import COMPARISONS
-    return {**COMPARISONS, **RUN_SETS}
+    from course_lib.toy.long_answers import LONG_COMPARISONS
+    return {**COMPARISONS, **RUN_SETS, **LONG_COMPARISONS}
 
 
 def _job(args):
