@@ -9,13 +9,16 @@ import pytest
 
 from course_lib import losses, metrics
 from course_lib.toy.experiments import COMPARISONS, Comparison
+from course_lib.toy.long_answers import LONG_COMPARISONS
+
+EVERY = {**COMPARISONS, **LONG_COMPARISONS}
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "notebooks" / "data"
 
 
 def test_every_comparison_declares_glossary_keys_led_by_its_tested_metric():
-    for name, comp in COMPARISONS.items():
+    for name, comp in EVERY.items():
         assert comp.keys and comp.keys[0] == comp.metric, name
         metrics.check_keys(comp.keys)                    # raises on a key the glossary lacks
     with pytest.raises(ValueError, match="must start with the tested metric"):
@@ -40,10 +43,10 @@ def test_the_every_loss_comparison_trains_every_loss_and_every_estimator_the_tra
 def test_each_stored_file_holds_exactly_its_comparisons_arms_and_seeds():
     for path in sorted(DATA.glob("toy_*.json")):
         name = path.stem[len("toy_"):]
-        if name not in COMPARISONS:
+        if name not in EVERY:
             continue                                     # e.g. toy_width_probe.json: not a comparison
         raw = json.loads(path.read_text())
-        assert list(raw["runs"]) == list(COMPARISONS[name].variants), name
+        assert list(raw["runs"]) == list(EVERY[name].variants), name
         for label, hists in raw["runs"].items():
             assert [h["config"]["seed"] for h in hists] == raw["meta"]["seeds"], (name, label)
 
@@ -97,3 +100,12 @@ def test_a_cuda_run_is_never_copied_or_replayed_and_a_file_without_a_device_was_
     assert tr.stored_runs(str(tmp_path)) == {}
     _stored_copy(tmp_path, old)
     assert len(tr.stored_runs(str(tmp_path))) == 6
+
+
+def test_the_long_answer_comparisons_run_the_scratchpad_task_at_its_size():
+    from course_lib.toy.config import SIZES, make_config
+    for name, comp in LONG_COMPARISONS.items():
+        assert name not in COMPARISONS
+        for label, cfg in comp.configs(make_config("smoke"), seed=0, steps=comp.steps).items():
+            assert cfg.task == "scratchpad" and cfg.max_new_tokens == SIZES["long"]["max_new_tokens"], label
+            assert cfg.prompts_per_step == SIZES["long"]["prompts_per_step"] and cfg.steps == 200, label
