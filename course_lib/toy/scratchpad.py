@@ -111,8 +111,7 @@ def _answer_span(responses: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     is_eos = (responses == EOS) & valid
     has_eos = is_eos.any(dim=1)
     pos = torch.arange(T, device=responses.device).expand(B, T)
-    eos_pos = torch.where(has_eos, torch.where(is_eos, pos, T).min(dim=1).values, torch.full_like(has_eos, T,
-                                                                                                  dtype=torch.long))
+    eos_pos = torch.where(is_eos, pos, T).min(dim=1).values                      # T when there is none
     marker = (responses == ANSWER) & valid
     last_marker = torch.where(marker, pos, -1).max(dim=1).values
     return has_eos, eos_pos, last_marker
@@ -211,10 +210,6 @@ class ScratchpadTask:
         if ids is None:
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         return encode_prompts(ids // 10 ** DIGITS, ids % 10 ** DIGITS)
-
-    @staticmethod
-    def reward(prompts: Tensor, responses: Tensor) -> Tensor:
-        return correctness(prompts, responses)
 
     def warm_answers(self, prompts: Tensor, noise: float, generator: torch.Generator, max_len: int) -> Tensor:
         """Warm-start targets [N, max_len]: a trace in a style drawn by ``style_shares``, with
