@@ -58,9 +58,18 @@ def _job(args):
     from course_lib.toy.config import make_config
     from course_lib.toy.experiments import thin, to_columns
     from course_lib.toy.trainer import train
-    cfg = run_sets()[name].configs(make_config("smoke"), seed=seed, steps=steps)[label]
+    comp = run_sets()[name]
+    cfg = comp.configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
-    return name, label, seed, to_columns(thin(h, KEYS, every=2).to_json())
+    out = to_columns(thin(h, KEYS, every=2).to_json())
+    if comp.passk:                      # right answers among n samples per held-out prompt, before and after
+        from course_lib.toy.long_answers import passk_counts
+        from course_lib.toy.trainer import warm_start
+        n, prompts = comp.passk
+        out["passk"] = {"n": n, "prompts": prompts,
+                        "base": passk_counts(cfg, warm_start(cfg)[0], n, prompts, seed=seed),
+                        "trained": passk_counts(cfg, h.final_state, n, prompts, seed=seed)}
+    return name, label, seed, out
 
 
 def _key(config: dict) -> str:
@@ -145,7 +154,7 @@ def main(argv=None) -> None:
         for s in seeds_of(n):
             for label, cfg in COMPARISONS[n].configs(make_config("smoke"), seed=s, steps=steps_of(n)).items():
                 hit = stored.get(_key(json.loads(json.dumps(config_record(cfg)))))
-                if hit is not None:
+                if hit is not None and (not COMPARISONS[n].passk or "passk" in hit[0]):
                     results[n][label][s] = hit[0]
                     copied[n].append(f"{label} / seed {s} (from {hit[1]})")
                 else:

@@ -60,6 +60,21 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True,
 
 
 @torch.no_grad()
+def batch_std_advantages(rewards: Tensor, group_size: int, *, eps: float = 1e-6) -> Tensor:
+    """The group mean subtracted, the *batch's* reward std dividing. rewards [B] -> adv [B].
+
+    A_i = (R_i - mean(group)) / (std(R over the batch) + eps), Bessel-corrected: TRL's
+    ``scale_rewards="batch"`` and ScaleRL's batch-level normalisation. Differs from GRPO in the
+    divisor: one number for every group, so a group with a small spread keeps small advantages.
+    A group whose rewards are all equal gets exactly 0.
+    """
+    r_grp = _groups(rewards, group_size)                        # [P, G]
+    check_eps(eps, "eps")
+    adv_grp = (r_grp - r_grp.mean(dim=1, keepdim=True)) / (rewards.std() + eps)
+    return _zero_without_signal(adv_grp, r_grp).reshape(-1)     # [B]
+
+
+@torch.no_grad()
 def dr_grpo_advantages(rewards: Tensor, group_size: int) -> Tensor:
     """Dr. GRPO advantage R_i - mean(R). rewards [B] -> adv [B]. Differs from GRPO: no std."""
     return group_advantages(rewards, group_size, scale=False)

@@ -41,7 +41,8 @@ METRICS: dict[str, str] = {
     "is/zero_frac": "Share of valid tokens whose correction weight is 0 (MIS dropped them).",
     # optimisation
     "loss/policy": "The policy loss the loss function returned, averaged over the step's optimiser steps.",
-    "loss/total": "Policy loss plus beta times the KL term, averaged over the step's optimiser steps (what was minimised).",
+    "loss/total": "Policy loss, minus entropy_coef times the entropy bonus, plus beta times the KL term, averaged over the step's optimiser steps (what was minimised).",
+    "loss/entropy_bonus": "The policy's entropy aggregated like the policy loss (the term entropy_coef weighs), averaged over the step's optimiser steps; logged only when entropy_coef > 0.",
     "grad/norm": "Gradient norm before clipping, averaged over the step's optimiser steps.",
     "lr": "Learning rate of the step's last optimiser step (after warm-up and schedule).",
     # cost

@@ -22,6 +22,7 @@ CHOICES = {
     "precision": ("fp32", "tf32", "bf16"),
     "sampler_precision": (None, "fp32", "tf32", "bf16"),
     "old_logp_forward": ("auto", "separate"),
+    "std_scope": ("group", "batch"),
 }
 
 
@@ -74,10 +75,15 @@ class ToyConfig:
     dual_clip: float | None = None
     tau_pos: float | None = None       # SAPO temperatures
     tau_neg: float | None = None
+    entropy_coef: float = 0.0          # entropy bonus: the loss subtracts entropy_coef * aggregate(entropy)
+                                       # (verl actor.entropy_coeff), the same aggregation as the policy term
     # --- advantage ---------------------------------------------------------------------------
     adv_estimator: str = "grpo"        # "grpo" (group mean, optional std), "rloo", "reinforce_pp",
                                        # "reinforce_pp_baseline", "remax", "opo", "passk" or "gpg"
     std_scaling: bool | None = None    # divide by the group std; None: False for dr_grpo, else True
+    std_scope: str = "group"           # with std_scaling and the grpo estimator, whose std divides:
+                                       # the group's, or the whole batch's rewards ("batch": TRL's
+                                       # scale_rewards="batch", ScaleRL's batch-level normalisation)
     # --- KL to the reference (the warm-start policy) ------------------------------------------
     kl_coef: float = 0.0               # beta; the loss adds beta * aggregate(kl_estimate(...))
     kl_estimator: str = "k3"
@@ -86,10 +92,15 @@ class ToyConfig:
     max_sampling_rounds: int = 4       # rollout batches drawn at most per step when filtering
     overlong_penalty: bool = False     # add rewards.overlong_penalty(len, max_new_tokens, overlong_cache)
     overlong_cache: int = 2
+    mask_truncated: bool = False       # drop responses that hit the budget without an EOS from the loss
+                                       # (DAPO's overlong filtering; TRL mask_truncated_completions); they
+                                       # still count in their group's advantage
     # --- reward misconfigurations (chapter 08 shows what they do to a run) ---------------------
     verifier: str = "exact"            # a name in the task's verifiers; the addition task's "contains"
                                        # is a lenient check (the sum anywhere in the answer)
     length_bonus: float = 0.0          # reward per response token: a length-dependent reward
+    format_weight: float = 0.0         # a second reward term: + format_weight * the task's "format"
+                                       # verifier (the scratchpad task's well-formed trace), 0/1
     # --- sampler / learner mismatch and its correction -----------------------------------------
     mismatch: str = "none"             # "noise": N(0, s^2) on sampler logits; "bf16": bfloat16
                                        # sampler; "stale": sampler weights stale_steps optimiser steps old
@@ -140,9 +151,16 @@ class ToyConfig:
         if self.prompts_per_step % self.minibatches:
             raise ValueError(f"minibatches ({self.minibatches}) must divide prompts_per_step "
                              f"({self.prompts_per_step}): minibatches are whole groups")
-        if not (isinstance(self.length_bonus, (int, float)) and not isinstance(self.length_bonus, bool)
-                and self.length_bonus >= 0):
-            raise ValueError(f"length_bonus must be a number >= 0, got {self.length_bonus!r}")
+        for name in ("length_bonus", "entropy_coef", "format_weight"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0):
+                raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+        if self.format_weight and "format" not in verifiers:
+            raise ValueError(f"format_weight needs a task with a 'format' verifier; the {self.task!r} task "
+                             f"has {tuple(verifiers)}")
+        if self.std_scope == "batch" and self.adv_estimator != "grpo":
+            raise ValueError(f"std_scope='batch' applies to adv_estimator='grpo' only, got "
+                             f"{self.adv_estimator!r}")
         if self.overlong_penalty and not 0 <= self.overlong_cache <= self.max_new_tokens:
             raise ValueError(f"overlong_cache must be in 0..max_new_tokens ({self.max_new_tokens}), "
                              f"got {self.overlong_cache!r}")
@@ -192,10 +210,10 @@ class ToyConfig:
 
 # knobs a run may change mid-run; the others fix the model, the batch layout or the schedule's length
 CHANGEABLE = ("temperature", "lr", "lr_min", "grad_clip", "loss", "agg", "eps_low", "eps_high", "dual_clip",
-              "tau_pos", "tau_neg", "std_scaling", "kl_coef", "kl_estimator", "dynamic_sampling",
-              "overlong_penalty", "overlong_cache", "verifier", "length_bonus", "mismatch", "logits_noise",
-              "stale_steps", "old_logp_source", "correction", "correction_level", "correction_cap",
-              "max_new_tokens", "sampler_precision")
+              "tau_pos", "tau_neg", "entropy_coef", "std_scaling", "std_scope", "kl_coef", "kl_estimator",
+              "dynamic_sampling", "overlong_penalty", "overlong_cache", "mask_truncated", "verifier",
+              "length_bonus", "format_weight", "mismatch", "logits_noise", "stale_steps", "old_logp_source",
+              "correction", "correction_level", "correction_cap", "max_new_tokens", "sampler_precision")
 
 
 def _normalise_changes(changes, steps: int) -> tuple:

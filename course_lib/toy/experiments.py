@@ -22,10 +22,14 @@ class Comparison:
     keys: tuple = ()           # metrics the chapter tables and plots, the tested one first
     seeds: tuple = (0, 1, 2)   # what benchmarks/toy_results.py stores unless told otherwise
     steps: int = 200
+    passk: tuple = ()          # (n, prompts): also count right answers among n samples per held-out
+                               # prompt, before and after RL (``long_answers.passk_counts``)
 
     def __post_init__(self):
         if self.keys and self.keys[0] != self.metric:
             raise ValueError(f"keys must start with the tested metric {self.metric!r}, got {self.keys!r}")
+        if self.passk and not (len(self.passk) == 2 and all(isinstance(v, int) and v >= 1 for v in self.passk)):
+            raise ValueError(f"passk must be (samples per prompt, prompts), two ints >= 1, got {self.passk!r}")
 
     def configs(self, base: ToyConfig, *, seed: int, steps: int | None = None) -> dict:
         """{label: config}; every stored run records the kl/ref monitor at every step (the chapters

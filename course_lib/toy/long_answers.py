@@ -1,12 +1,28 @@
 """Comparisons on the long-answer task (``toy.scratchpad``, size "long"), where a response has room
 to change its length under RL. ``benchmarks/toy_results.py --only NAME`` stores them as
-notebooks/data/toy_NAME.json like chapter 07's."""
+notebooks/data/toy_NAME.json like chapter 07's; chapter 11 reads them.
+
+``passk_counts`` samples n answers per held-out prompt from a policy: what chapter 11's pass@k
+curves are computed from (``course_lib.passk``), for the warm-start policy and a trained one.
+"""
 from __future__ import annotations
 
-from .config import SIZES
+from dataclasses import replace
+
+import torch
+
+from .config import SIZES, ToyConfig
 from .experiments import Comparison
 
 LONG = {k: v for k, v in SIZES["long"].items() if k != "steps"}      # a Comparison sets the steps
+
+# the learning-rate grid: every combination of these, 3 seeds each
+GRID_LR, GRID_WARMUP, GRID_CLIP = (1e-3, 3e-3), (0, 20), (0.1, 1.0)
+
+
+def grid_label(lr: float, warmup: int, clip: float) -> str:
+    return f"lr {lr:g}, warm-up {warmup}, clip {clip:g}"
+
 
 LONG_COMPARISONS: dict[str, Comparison] = {
     "long_aggregation": Comparison(
@@ -27,4 +43,72 @@ LONG_COMPARISONS: dict[str, Comparison] = {
         base=dict(LONG, loss="ppo", minibatches=4, lr=5e-4),
         variants={"symmetric 0.2 / 0.2": dict(eps_high=0.2),
                   "Clip-Higher 0.2 / 0.28": dict(eps_high=0.28)}),
+    "long_passk": Comparison(
+        claim="RL raises pass@1 but not pass@k at large k: the warm-start policy's pass@k catches up "
+              "with the trained one's as k grows (Yue et al. 2025); a pass@k advantage (verl "
+              "grpo_passk) trades pass@1 for pass@k.",
+        metric="acc/heldout",
+        keys=("acc/heldout", "entropy/mean", "len/all"),
+        base=dict(LONG, loss="grpo"),
+        variants={"GRPO": dict(),
+                  "GRPO loss, pass@k advantage": dict(adv_estimator="passk")},
+        passk=(256, 64)),
+    "long_entropy_bonus": Comparison(
+        claim="An entropy bonus (the loss minus c times the entropy) keeps the policy's entropy up; "
+              "too large a coefficient costs accuracy.",
+        metric="entropy/mean",
+        keys=("entropy/mean", "acc/heldout", "len/all"),
+        base=dict(LONG, loss="grpo"),
+        variants={f"entropy_coef {c:g}": dict(entropy_coef=c) for c in (0.0, 0.003, 0.01, 0.03)}),
+    "long_lr_grid": Comparison(
+        claim="The learning rate matters most; a warm-up matters at a high learning rate; with Adam, "
+              "clipping the gradient norm barely matters (Adam divides the scale out).",
+        metric="acc/heldout",
+        keys=("acc/heldout", "grad/norm", "entropy/mean", "len/all"),
+        base=dict(LONG, loss="grpo"),
+        variants={grid_label(lr, w, c): dict(lr=lr, warmup_steps=w, grad_clip=c)
+                  for lr in GRID_LR for w in GRID_WARMUP for c in GRID_CLIP}),
+    "long_truncation": Comparison(
+        claim="With a budget the longest traces exceed, DAPO's soft overlong penalty shortens answers "
+              "and masking truncated responses out of the loss removes their false penalty; "
+              "with neither, truncated responses count as wrong (DAPO §3.4).",
+        metric="len/truncated_frac",
+        keys=("len/truncated_frac", "acc/heldout", "len/all", "len/correct"),
+        base=dict(LONG, loss="grpo", max_new_tokens=40),
+        variants={"neither": dict(),
+                  "overlong penalty (cache 8)": dict(overlong_penalty=True, overlong_cache=8),
+                  "mask truncated": dict(mask_truncated=True)}),
+    "long_adv_scaling": Comparison(
+        claim="With a reward of two terms (correct + 0.5 x well-formed), dividing by the group std "
+              "weighs a group whose answers differ only in format like one whose answers differ in "
+              "correctness; the batch std or no std keeps the reward's scale (Dr. GRPO; ScaleRL).",
+        metric="acc/heldout",
+        keys=("acc/heldout", "reward/mean", "acc/sampled", "entropy/mean"),
+        base=dict(LONG, loss="grpo", format_weight=0.5),
+        variants={"group std (GRPO)": dict(),
+                  "batch std": dict(std_scope="batch"),
+                  "no std": dict(std_scaling=False)}),
 }
+
+
+@torch.no_grad()
+def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64, *, seed: int = 0,
+                 chunk: int = 4096) -> list[int]:
+    """For each of the first ``n_prompts`` held-out prompts, how many of ``n`` answers sampled at the
+    config's temperature from the policy with weights ``state`` are right (the task's exact check)."""
+    from .policy import compute_precision, sample
+    from .task import make_task
+    from .trainer import build_model
+    cfg = replace(cfg, device="cpu")
+    task = make_task(cfg)
+    model = build_model(cfg)
+    model.load_state_dict(state)
+    prompts = task.prompts("heldout")[:n_prompts].repeat_interleave(n, dim=0)       # [n_prompts * n, Lp]
+    gen = torch.Generator().manual_seed(seed)
+    right = []
+    for start in range(0, len(prompts), chunk):
+        p = prompts[start: start + chunk]
+        with compute_precision(cfg.precision, p.device):
+            roll = sample(model, p, cfg.max_new_tokens, temperature=cfg.temperature, generator=gen)
+        right.append(task.verifiers["exact"](p, roll.responses))
+    return torch.cat(right).view(n_prompts, n).sum(dim=1).long().tolist()

@@ -249,10 +249,15 @@ class Collected:
     flops: float            # model FLOPs of sampling
 
 
-def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor) -> Tensor:
-    """The reward the advantage sees: the verifier's 0/1, plus DAPO's overlong penalty when enabled,
-    plus ``length_bonus`` per response token (a misconfiguration chapter 08 studies)."""
+def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor, formatted: Tensor | None = None) -> Tensor:
+    """The reward the advantage sees: the verifier's 0/1, plus ``format_weight`` times the format
+    verdict ``formatted`` (a second reward term), plus DAPO's overlong penalty when enabled, plus
+    ``length_bonus`` per response token (a misconfiguration chapter 08 studies)."""
     out = passed.clone()
+    if cfg.format_weight:
+        if formatted is None:
+            raise ValueError("format_weight is set: shaped_rewards needs the format verdicts (formatted)")
+        out = out + cfg.format_weight * formatted.to(out.dtype)
     if cfg.overlong_penalty:
         out = out + rewards.overlong_penalty(lengths, cfg.max_new_tokens, cfg.overlong_cache)   # DAPO Eq. 13
     if cfg.length_bonus:
@@ -305,7 +310,8 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
         n_tok = roll.mask.sum(dim=1)                                          # [B]
         rolls.append(roll); correct.append(ok); lengths.append(n_tok)
         truncated.append(~(roll.responses == EOS).any(dim=1))
-        shaped.append(shaped_rewards(cfg, passed, n_tok))
+        formatted = task.verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
+        shaped.append(shaped_rewards(cfg, passed, n_tok, formatted))
         if not cfg.dynamic_sampling:
             break
         if sum(int(advantages.signal_groups(r, G).sum()) for r in shaped) >= P:
@@ -414,8 +420,10 @@ def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
     with compute_precision(cfg.precision, prompts.device):
         roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
                       stop_check_every=stop_check_every(prompts.device))
-    passed = make_task(cfg).verifiers[cfg.verifier](prompts, roll.responses)
-    shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1))                 # [P]
+    verifiers = make_task(cfg).verifiers
+    passed = verifiers[cfg.verifier](prompts, roll.responses)
+    formatted = verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
+    shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1), formatted)      # [P]
     return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
 
 
@@ -425,6 +433,8 @@ def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch
         baseline = remax_baseline(cfg, model, batch).to(rewards.dtype)          # [B]
         return advantages.remax_advantages(advantages.last_token_rewards(rewards, batch.mask),
                                            baseline, batch.mask)              # [B, T]
+    if cfg.std_scope == "batch" and setup.std_scaling:                        # grpo only (config)
+        return advantages.batch_std_advantages(rewards, cfg.group_size)
     return ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, batch.mask)
 
 
@@ -472,17 +482,28 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
 
 
 def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
-                rows: Tensor) -> tuple[Tensor, Tensor, Tensor | None, dict]:
-    """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T]:
-    (total, policy part, KL part or None, loss stats)."""
+                rows: Tensor, logp_all: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
+    """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T] (and, for
+    the entropy bonus, ``logp_all`` [b, T, V]): (total, policy part, KL part or None, loss stats).
+
+    With ``mask_truncated`` a response without an EOS is out of the loss mask (every term)."""
     m = batch.mask[rows]
+    if cfg.mask_truncated:
+        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
     extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
     pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
-    if cfg.kl_coef == 0:
-        return pg_loss, pg_loss, None, stats
-    kl_term = aggregate(kl.kl_estimate(logp, tg.ref_logp[rows], m, cfg.kl_estimator), m, setup.agg,
-                        cfg.max_new_tokens)                # max_len: read by the -norm mode only
-    return pg_loss + cfg.kl_coef * kl_term, pg_loss, kl_term, stats
+    total, kl_term = pg_loss, None
+    if cfg.entropy_coef:
+        if logp_all is None:
+            raise ValueError("entropy_coef is set: policy_loss needs the learner's logp_all [b, T, V]")
+        entropy = -(logp_all.exp() * logp_all).sum(-1)                            # [b, T]
+        stats = {**stats, "loss/entropy_bonus": aggregate(entropy, m, setup.agg, cfg.max_new_tokens)}
+        total = total - cfg.entropy_coef * stats["loss/entropy_bonus"]
+    if cfg.kl_coef:
+        kl_term = aggregate(kl.kl_estimate(logp, tg.ref_logp[rows], m, cfg.kl_estimator), m, setup.agg,
+                            cfg.max_new_tokens)            # max_len: read by the -norm mode only
+        total = total + cfg.kl_coef * kl_term
+    return total, pg_loss, kl_term, stats
 
 
 def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
@@ -512,7 +533,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
                     inv = torch.empty_like(rows)
                     inv[rows] = torch.arange(len(rows), device=rows.device)
                     tg = tg(logp.detach()[inv], logp_all.detach()[inv])
-                total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows)
+                total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
                 lr = lr_for()
                 for group in opt.param_groups:
                     group["lr"] = lr
