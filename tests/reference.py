@@ -90,6 +90,21 @@ def group_advantages(rewards, group_size, scale=True, eps=1e-6):
     return out
 
 
+def batch_std_advantages(rewards, group_size, eps=1e-6):
+    """The group's mean subtracted, the whole batch's Bessel std dividing; an all-equal group gets 0."""
+    mean_all = sum(rewards) / len(rewards)
+    std = math.sqrt(sum((r - mean_all) ** 2 for r in rewards) / (len(rewards) - 1))
+    out = []
+    for start in range(0, len(rewards), group_size):
+        group = rewards[start:start + group_size]
+        if all(r == group[0] for r in group):
+            out.extend([0.0] * group_size)
+            continue
+        mean = sum(group) / group_size
+        out.extend([(r - mean) / (std + eps) for r in group])
+    return out
+
+
 def dr_grpo_advantages(rewards, group_size):
     return group_advantages(rewards, group_size, scale=False)
 

@@ -41,6 +41,7 @@ def test_group_advantages_match_loop_reference(seed, dtype, G):
         _close(A.group_advantages(r, G, scale=False), ref.dr_grpo_advantages(r.tolist(), G), dtype)
         _close(A.dr_grpo_advantages(r, G), ref.dr_grpo_advantages(r.tolist(), G), dtype)
         _close(A.rloo_advantages(r, G), ref.rloo_advantages(r.tolist(), G), dtype)
+        _close(A.batch_std_advantages(r, G), ref.batch_std_advantages(r.tolist(), G), dtype)
         assert A.signal_groups(r, G).tolist() == ref.signal_groups(r.tolist(), G)
 
 
@@ -220,6 +221,17 @@ def test_group_size_below_two_or_not_int_raises(G):
 def test_group_advantages_eps_out_of_range_raises(eps):
     with pytest.raises(ValueError, match="eps"):
         A.group_advantages(torch.tensor([1.0, 0.0]), 2, eps=eps)
+    with pytest.raises(ValueError, match="eps"):
+        A.batch_std_advantages(torch.tensor([1.0, 0.0]), 2, eps=eps)
+
+
+def test_the_batch_std_keeps_a_small_spread_small_where_the_group_std_blows_it_up():
+    """Two groups: one differing in a 0.5 format term only, one in correctness. The group std makes
+    both +-0.866; the batch std leaves the first half the size of the second."""
+    r = torch.tensor([0.5, 0.0, 0.0, 0.5, 1.5, 0.0, 0.0, 1.5])
+    g, b = A.group_advantages(r, 4), A.batch_std_advantages(r, 4)
+    assert torch.allclose(g[:4].abs(), g[4:].abs())
+    assert torch.allclose(b[:4] * 3, b[4:])
 
 
 def test_advantage_inputs_must_be_float_vectors():

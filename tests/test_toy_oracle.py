@@ -21,7 +21,7 @@ import reference as ref
 from course_lib.toy import trainer
 from course_lib.toy.config import ToyConfig
 from course_lib.toy.policy import TinyGPT, sample
-from course_lib.toy.task import PROMPT_LEN, AdditionTask
+from course_lib.toy.task import EOS, PROMPT_LEN, AdditionTask
 
 P, G, T_MAX = 4, 4, 6
 # known groups: mixed 0/1, a zero-signal group, 3 of 4 right, shaped (overlong-penalised) values
@@ -58,13 +58,25 @@ def make_models(temperature: float):
     return model, ref_model, batch
 
 
-def hand_logp(model, batch, rows, temperature):
-    """log pi(token) at the temperature, [b, T], written out: softmax over logits / T."""
+def hand_logp(model, batch, rows, temperature, *, with_all: bool = False):
+    """log pi(token) at the temperature, [b, T], written out: softmax over logits / T (and, with
+    ``with_all``, the whole distribution [b, T, V])."""
     seq = torch.cat([batch.prompts[rows], batch.responses[rows]], dim=1)
     logits = model(seq[:, :-1])[:, PROMPT_LEN - 1:].float()                 # [b, T, V]
     z = logits / temperature
     logp_all = z - torch.logsumexp(z, dim=-1, keepdim=True)
-    return logp_all.gather(2, batch.responses[rows][..., None])[..., 0]
+    logp = logp_all.gather(2, batch.responses[rows][..., None])[..., 0]
+    return (logp, logp_all) if with_all else logp
+
+
+def loss_mask(cfg, batch, rows) -> list:
+    """The tokens the loss reads: the response's, without the responses that never ended when
+    ``mask_truncated`` (a response ended iff it holds an EOS)."""
+    mask = batch.mask[rows].tolist()
+    if cfg.mask_truncated:
+        ended = [EOS in r for r in batch.responses[rows].tolist()]
+        mask = [[m and e for m in row] for row, e in zip(mask, ended)]
+    return mask
 
 
 def expected_step(cfg, model, ref_model, batch, rows, old_all, adv_all, w_all):
@@ -74,8 +86,8 @@ def expected_step(cfg, model, ref_model, batch, rows, old_all, adv_all, w_all):
     knobs = {k: getattr(cfg, k) for k in ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg")
              if getattr(cfg, k) is not None}
     r = rows.tolist()
-    logp = hand_logp(model, batch, rows, cfg.temperature)                       # [b, T], with grad
-    mask = batch.mask[rows].tolist()
+    logp, logp_all = hand_logp(model, batch, rows, cfg.temperature, with_all=True)   # with grad
+    mask = loss_mask(cfg, batch, rows)
     lp = logp.detach().double().tolist()
     value, dlogp = ref.policy_loss(name, lp, [old_all[i] for i in r], [adv_all[i] for i in r], mask,
                                    agg=agg, max_len=T_MAX,
@@ -88,8 +100,15 @@ def expected_step(cfg, model, ref_model, batch, rows, old_all, adv_all, w_all):
         value += cfg.kl_coef * ref.aggregate(kl_tok, mask, agg, T_MAX)
         dlogp = [[dlogp[b][t] + cfg.kl_coef * alpha[b][t] * ref.kl_token_grad(cfg.kl_estimator, lp[b][t], ref_lp[b][t])
                   for t in range(len(mask[0]))] for b in range(len(mask))]
-    grads = torch.autograd.grad(logp, list(model.parameters()),
-                                grad_outputs=torch.tensor(dlogp, dtype=logp.dtype), allow_unused=True)
+    outputs, grad_outputs = [logp], [torch.tensor(dlogp, dtype=logp.dtype)]
+    if cfg.entropy_coef:                    # - c * sum_bt alpha_bt H_bt, H = -sum_v p log p written out
+        alpha = torch.tensor(ref.token_weights(mask, agg, T_MAX), dtype=logp.dtype)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)                               # [b, T]
+        bonus = (alpha * entropy).sum()
+        value -= cfg.entropy_coef * float(bonus.detach())
+        outputs.append(-cfg.entropy_coef * bonus)
+        grad_outputs.append(torch.ones(()))
+    grads = torch.autograd.grad(outputs, list(model.parameters()), grad_outputs=grad_outputs, allow_unused=True)
     return value, [torch.zeros_like(p) if g is None else g for p, g in zip(model.parameters(), grads)]
 
 
@@ -118,6 +137,7 @@ def run_oracle(cfg: ToyConfig, tol: float = 2e-4, loss_atol: float = 1e-6):
     rewards = batch.rewards.tolist()
     std = EXPECTED_STD.get(cfg.loss, True) if cfg.std_scaling is None else cfg.std_scaling
     adv = (ref.rloo_advantages(rewards, G) if cfg.adv_estimator == "rloo"
+           else ref.batch_std_advantages(rewards, G) if std and cfg.std_scope == "batch"
            else ref.group_advantages(rewards, G, scale=std))
     all_rows = torch.arange(P * G)
     with torch.no_grad():
@@ -176,6 +196,12 @@ CASES = {
     "T=0.7": dict(temperature=0.7),
     "T=1.4,pi_old=learner,epochs=2": dict(temperature=1.4, old_logp_source="learner", epochs=2),
     "minibatches=2,epochs=2": dict(minibatches=2, epochs=2),
+    **{f"entropy_coef=0.05,{a}": dict(entropy_coef=0.05, agg=a) for a in ("token-mean", "seq-mean-token-mean")},
+    "entropy_coef=0.05,kl,minibatches=2": dict(entropy_coef=0.05, kl_coef=0.5, minibatches=2),
+    "std_scope=batch": dict(loss="grpo", std_scope="batch"),
+    "std_scope=batch,std=False": dict(loss="grpo", std_scope="batch", std_scaling=False),
+    **{f"mask_truncated,{a}": dict(mask_truncated=True, agg=a) for a in ("token-mean", "seq-mean-token-mean")},
+    "mask_truncated,kl,pi_old=learner": dict(mask_truncated=True, kl_coef=0.5, old_logp_source="learner"),
 }
 
 
@@ -194,13 +220,16 @@ def test_the_oracle_batch_exercises_what_it_checks():
     _, stats = setup.fn(tg.old_logp, batch.rollout_logp, tg.adv, batch.mask, **setup.knobs)
     assert stats["clip/low_frac"] + stats["clip/high_frac"] > 0.05  # the sampler's pi_old clips
     assert (tg.adv.view(P, G).abs().sum(dim=1) == 0).sum() == 1     # one group without signal
+    ended = (batch.responses == EOS).any(dim=1)
+    assert 0 < int(ended.sum()) < P * G                             # mask_truncated drops some rows
 
 
 def test_each_knob_visibly_changes_the_update_on_the_oracle_batch():
     """The knobs the oracle covers visibly change the update (else the oracle could not fail)."""
     base, _ = run_oracle(BASE)
     for overrides in (dict(adv_estimator="rloo"), dict(std_scaling=False), dict(kl_coef=0.5),
-                      dict(temperature=0.7), dict(old_logp_source="learner")):
+                      dict(temperature=0.7), dict(old_logp_source="learner"), dict(entropy_coef=0.05),
+                      dict(std_scope="batch"), dict(mask_truncated=True)):
         other, _ = run_oracle(replace(BASE, **overrides))
         assert not math.isclose(other["loss/total"], base["loss/total"], rel_tol=1e-3), overrides
 

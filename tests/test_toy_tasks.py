@@ -96,3 +96,41 @@ def test_the_addition_only_measurements_refuse_another_task():
             fn(cfg)
     with pytest.raises(ValueError, match="error_analysis reads the addition task"):
         experiments.error_analysis(cfg, {})
+
+
+def test_a_second_reward_term_adds_the_format_verdict_to_the_correctness(monkeypatch):
+    """format_weight w: each sampled response's reward is exact + w * format, both read by the task's
+    own verifiers on the responses drawn (the terms differ on some responses, so both are seen).
+    The sampler returns the task's warm-start traces (half with a slip), cut at the budget."""
+    from course_lib.toy import trainer
+    from course_lib.toy.policy import Rollout
+    from course_lib.toy.scratchpad import ScratchpadTask
+    cfg = ToyConfig(task="scratchpad", max_new_tokens=40, format_weight=0.5, **TINY)
+    task = ScratchpadTask(n_heldout=cfg.n_heldout)
+
+    def traces(model, prompts, max_new_tokens, **kw):
+        resp = task.warm_answers(prompts, 0.5, torch.Generator().manual_seed(3), max_new_tokens)
+        mask = (resp != T.PAD) | (torch.arange(max_new_tokens) == 0)
+        return Rollout(prompts, resp, mask, torch.zeros(resp.shape), max_new_tokens)
+    monkeypatch.setattr(trainer, "sample", traces)
+    model = build_model(cfg)
+    got = trainer.collect(cfg, model, task.prompts("train"), torch.Generator().manual_seed(0),
+                          torch.Generator().manual_seed(1), lambda ctx: 0.0)
+    b = got.batch
+    exact = task.verifiers["exact"](b.prompts, b.responses)
+    form = task.verifiers["format"](b.prompts, b.responses)
+    torch.testing.assert_close(b.rewards, exact + 0.5 * form)
+    torch.testing.assert_close(got.correct, exact)                  # accuracy stays the exact check
+    assert form.sum() > exact.sum()                                 # a second term, not the first again
+
+
+def test_the_new_knobs_refuse_what_they_cannot_do():
+    with pytest.raises(ValueError, match="format_weight needs a task with a 'format' verifier"):
+        ToyConfig(format_weight=0.5)                                # the addition task has none
+    for name in ("format_weight", "entropy_coef"):
+        with pytest.raises(ValueError, match=f"{name} must be a number >= 0"):
+            ToyConfig(task="scratchpad", max_new_tokens=48, **{name: -0.1})
+    with pytest.raises(ValueError, match="std_scope='batch' applies to adv_estimator='grpo' only"):
+        ToyConfig(std_scope="batch", adv_estimator="rloo")
+    with pytest.raises(ValueError, match="std_scope must be one of"):
+        ToyConfig(std_scope="token")
