@@ -155,3 +155,21 @@ def test_identical_runs_groups_labels_equal_at_every_step_and_seed_but_the_clock
             "c": [hist(0, 0.5, 1.0), hist(1, 0.7, 1.0)], "d": [hist(0, 0.5, 9.0), hist(1, 0.6, 1.0)]}
     assert curves.identical_runs(runs) == [["a", "b", "d"]]      # c differs in seed 1 only
     assert curves.identical_runs(runs, ignore=()) == []
+
+
+def test_factor_effects_pair_runs_that_differ_in_one_factor_alone():
+    from course_lib.toy.curves import factor_effects
+    # acc = 0.5 + 0.2 [lr high] + 0.01 * seed, clip changes nothing but in seed 1 (+0.01)
+    levels, runs = {}, {}
+    for lr in (1, 2):
+        for clip in (0.1, 1.0):
+            label = f"lr {lr} clip {clip}"
+            levels[label] = {"lr": lr, "clip": clip}
+            runs[label] = [History(config={}, rows=[{"step": 0}, {"step": 1, "acc/heldout":
+                           0.5 + 0.2 * (lr == 2) + 0.01 * s + 0.01 * (clip == 1.0 and s == 1)}])
+                           for s in range(3)]
+    eff = {e["factor"]: e for e in factor_effects(runs, "acc/heldout", levels)}
+    assert eff["lr"]["diffs"] == pytest.approx([0.2] * 6) and eff["lr"]["consistent"]
+    assert eff["clip"]["diffs"] == pytest.approx([0, 0.01, 0, 0, 0.01, 0]) and not eff["clip"]["consistent"]
+    with pytest.raises(ValueError, match="factor 'lr' must take two values"):
+        factor_effects(runs, "acc/heldout", {**levels, "x": {"lr": 3, "clip": 0.1}})

@@ -266,3 +266,54 @@ def identical_runs(runs: dict, *, ignore=("time/", "speed/")) -> list[list[str]]
             groups.append([label])
             seen.append(values)
     return [g for g in groups if len(g) > 1]
+
+
+def factor_effects(runs: dict, key: str, levels: dict, *, last_n: int = 20) -> list[dict]:
+    """Main effects of a grid of runs: ``levels`` = {label: {factor: value}} with two values per factor.
+
+    For each factor, the pairs of runs that differ in that factor alone (same seed, same other
+    factors) and the difference of ``key`` within each pair (high value minus low). Per factor:
+    "factor", "low", "high", "diffs" (one per pair), "mean", and "consistent": True when every pair's
+    difference has the same sign (no pair says the opposite of the mean).
+    """
+    vals = seed_values(runs, key, last_n=last_n)
+    factors = list(next(iter(levels.values())))
+    out = []
+    for f in factors:
+        values = sorted({lv[f] for lv in levels.values()})
+        if len(values) != 2:
+            raise ValueError(f"factor {f!r} must take two values in the grid, got {values}")
+        lo, hi = values
+        diffs = []
+        for label, lv in levels.items():
+            if lv[f] != lo:
+                continue
+            twin = next(m for m, lw in levels.items()
+                        if lw[f] == hi and all(lw[g] == lv[g] for g in factors if g != f))
+            diffs += [b - a for a, b in zip(vals[label], vals[twin])]
+        mean = sum(diffs) / len(diffs)
+        out.append({"factor": f, "low": lo, "high": hi, "diffs": diffs, "mean": mean,
+                    "consistent": all(d > 0 for d in diffs) or all(d < 0 for d in diffs)})
+    return out
+
+
+def plot_passk(curves: dict, *, title: str | None = None, size=(8.4, 3.6), dpi: int = 100):
+    """pass@k against k (log axis): ``curves`` = {label: [{k: pass@k} per seed]}, one colour per label,
+    a thin line per seed and a thick one for the mean. Returns the (closed) Figure."""
+    fig, ax = plt.subplots(figsize=size, dpi=dpi)
+    for ci, (label, per_seed_curves) in enumerate(curves.items()):
+        ks = sorted(per_seed_curves[0])
+        for c in per_seed_curves:
+            ax.plot(ks, [c[k] for k in ks], "-", color=f"C{ci}", lw=0.9, alpha=0.6)
+        ax.plot(ks, [sum(c[k] for c in per_seed_curves) / len(per_seed_curves) for k in ks], "-",
+                color=f"C{ci}", lw=2.4, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k (samples per prompt); thin lines: seeds, thick: their mean", fontsize=10)
+    ax.set_ylabel("pass@k (held-out)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, frameon=False, loc="lower right")
+    if title:
+        ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
