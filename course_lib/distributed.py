@@ -206,3 +206,59 @@ def every_loss_cases(world_size: int, seed: int = 0, batch_size: int = 16) -> li
         sizes = S.random_split(batch_size, world_size, 1 + i % 4, g).sizes()
         cases.append(GradCase(name, mode, tuple(map(tuple, sizes))))
     return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# the toy trainer's first update, split over ranks (tests/test_toy_split.py, chapter 10)
+# ---------------------------------------------------------------------------------------------
+def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: float = 0.05, dp=None) -> list:
+    """The parameter gradient of ``trainer.learn``'s first optimiser step on ``batch`` (this rank's share
+    when ``dp`` is given), from a TinyGPT of the config's shape with weights ``model_state``."""
+    import copy as _copy
+
+    from .toy import trainer
+
+    class Recorder(torch.optim.SGD):
+        def __init__(self, params):
+            super().__init__(params, lr=lr)
+            self.grads = []
+
+        def step(self, closure=None):
+            if not self.grads:
+                self.grads.append([p.grad.detach().clone() for p in self.param_groups[0]["params"]])
+            return super().step(closure)
+    model = trainer.build_model(cfg)
+    model.load_state_dict(model_state)
+    ref_model = _copy.deepcopy(model).requires_grad_(False)
+    ref_model.load_state_dict(ref_state)
+    if dp is not None:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        dp = trainer.DataParallel(dp[0], dp[1], DDP(model))
+    opt = Recorder(model.parameters())
+    trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch, torch.Generator().manual_seed(7),
+                  lambda: lr, dp=dp)
+    return opt.grads[0]
+
+
+def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
+    """Each config's first-update gradient on this rank's contiguous share of the batch (whole groups)."""
+    from dataclasses import replace as _replace
+
+    from .toy import trainer
+    b = payload["batch"]
+    n = len(b.rewards) // world_size
+    rows = slice(rank * n, (rank + 1) * n)
+    share = trainer.Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows])
+    out = []
+    for cfg in payload["configs"]:
+        local = _replace(cfg, prompts_per_step=cfg.prompts_per_step // world_size, world_size=1)
+        out.append(toy_first_update(local, payload["model"], payload["ref"], share, dp=(rank, world_size)))
+    return out if rank == 0 else None
+
+
+def toy_first_updates(configs: list, model_state: dict, ref_state: dict, batch, world_size: int, *,
+                      timeout_s: float = 300.0) -> list:
+    """Rank 0's DDP-averaged first-update gradient of each config (its ``world_size`` and
+    ``micro_batches``) on ``batch`` split over ``world_size`` gloo processes."""
+    payload = {"configs": list(configs), "model": model_state, "ref": ref_state, "batch": batch}
+    return run_ranks(_toy_rank, world_size, payload, timeout_s=timeout_s)[0]

@@ -64,9 +64,9 @@ def _one_step(cfg, monkeypatch):
         seen.update(model=copy.deepcopy(model), batch=batch)        # the policy the advantages saw
         return real_targets(c, setup, model, ref_model, batch, **kw)
 
-    def spy_policy_loss(c, setup, logp, batch, tg, rows):
+    def spy_policy_loss(c, setup, logp, batch, tg, rows, logp_all=None):
         seen["rows"] = rows
-        return real_policy_loss(c, setup, logp, batch, tg, rows)
+        return real_policy_loss(c, setup, logp, batch, tg, rows, logp_all)
 
     def recording_grpo(logp, old_logp, adv, mask, **kw):
         seen["adv"] = adv.detach().clone()

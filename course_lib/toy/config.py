@@ -66,6 +66,10 @@ class ToyConfig:
     warmup_steps: int = 10             # linear lr warm-up (optimiser steps): avoids a big first Adam step
     grad_clip: float = 1.0
     minibatches: int = 1               # optimiser steps per rollout batch (split by groups)
+    micro_batches: int = 1             # gradient accumulation: each optimiser step's rows in this many
+                                       # pieces, each backward on its own, scaled by split.piece_scale
+    world_size: int = 1                # data-parallel ranks (train_distributed: gloo processes, DDP);
+                                       # each samples prompts_per_step / world_size groups
     epochs: int = 1                    # passes over the rollout batch
     # --- loss --------------------------------------------------------------------------------
     loss: str | Callable = "grpo"      # a name in losses.LOSSES or a callable with the loss signature
@@ -148,9 +152,30 @@ class ToyConfig:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
         if not isinstance(self.group_size, int) or self.group_size < 2:
             raise ValueError(f"group_size must be an int >= 2, got {self.group_size!r}")
-        if self.prompts_per_step % self.minibatches:
-            raise ValueError(f"minibatches ({self.minibatches}) must divide prompts_per_step "
-                             f"({self.prompts_per_step}): minibatches are whole groups")
+        for name in ("micro_batches", "world_size"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        if self.prompts_per_step % (self.minibatches * self.world_size):
+            raise ValueError(f"minibatches x world_size ({self.minibatches} x {self.world_size}) must divide "
+                             f"prompts_per_step ({self.prompts_per_step}): minibatches are whole groups, and so "
+                             f"is each rank's share")
+        rows = self.prompts_per_step // (self.minibatches * self.world_size) * self.group_size
+        if self.micro_batches > rows:
+            raise ValueError(f"micro_batches ({self.micro_batches}) must be at most the rows of one rank's "
+                             f"minibatch ({rows})")
+        if self.world_size > 1 or self.micro_batches > 1:
+            from ..split import BATCH_STATISTIC_LOSSES
+            if self.loss in BATCH_STATISTIC_LOSSES:
+                raise ValueError(f"loss {self.loss!r} centres on statistics of the whole batch: it does not split "
+                                 f"into micro-batches or ranks (micro_batches and world_size must be 1)")
+        if self.world_size > 1:
+            batch_wide = {"adv_estimator": ("reinforce_pp", "reinforce_pp_baseline", "gpg"),
+                          "std_scope": ("batch",), "dynamic_sampling": (True,)}
+            for name, bad in batch_wide.items():
+                if getattr(self, name) in bad:
+                    raise ValueError(f"{name}={getattr(self, name)!r} needs statistics of the whole batch (an "
+                                     f"all-reduce the toy does not make): world_size must be 1")
         for name in ("length_bonus", "entropy_coef", "format_weight"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0):

@@ -21,11 +21,12 @@ this file contains no loss, advantage, aggregation, KL or correction formula of 
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import inspect
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
@@ -408,7 +409,7 @@ def reuses_loss_forward(cfg: ToyConfig) -> bool:
     and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
     the same numbers (TRL skips it there too)."""
     return (cfg.old_logp_forward == "auto" and cfg.epochs * cfg.minibatches == 1
-            and cfg.old_logp_source == "learner")
+            and cfg.old_logp_source == "learner" and cfg.micro_batches == 1 and cfg.world_size == 1)
 
 
 @torch.no_grad()
@@ -481,15 +482,22 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     return Targets(adv, old_logp, ref_logp, is_weight), metrics
 
 
+def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
+    """The tokens the loss reads on the responses ``rows`` [b, T]: their mask, without the responses
+    that never ended (no EOS) when ``mask_truncated``."""
+    m = batch.mask[rows]
+    if cfg.mask_truncated:
+        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
+    return m
+
+
 def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
                 rows: Tensor, logp_all: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T] (and, for
     the entropy bonus, ``logp_all`` [b, T, V]): (total, policy part, KL part or None, loss stats).
 
     With ``mask_truncated`` a response without an EOS is out of the loss mask (every term)."""
-    m = batch.mask[rows]
-    if cfg.mask_truncated:
-        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
+    m = loss_mask(cfg, batch, rows)
     extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
     pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
     total, kl_term = pg_loss, None
@@ -506,15 +514,70 @@ def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg
     return total, pg_loss, kl_term, stats
 
 
+@dataclass
+class DataParallel:
+    """This process's place in a data-parallel run (``train_distributed``): rank, world size and the
+    learner wrapped in DistributedDataParallel (whose backward averages the ranks' gradients)."""
+    rank: int
+    world_size: int
+    ddp: torch.nn.Module
+
+
+# monitors reduced over ranks by their maximum; every other one by the mean of the ranks' values
+MAX_METRICS = ("ratio/max", "mismatch/abs_logratio_max")
+
+
+def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets, rows: Tensor,
+                   dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
+    """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
+    of a data-parallel run): each piece's loss times ``split.piece_scale`` (its count over the
+    minibatch's, all-reduced over ranks, times R), so the accumulated gradient, after DDP's average,
+    is the whole minibatch's. Returns what ``policy_loss`` returns for the minibatch: the losses as
+    this rank's scaled sum (their mean over ranks is the minibatch's loss), the other stats weighted
+    by each piece's share of the tokens."""
+    from .. import split as S
+    R = 1 if dp is None else dp.world_size
+    net = model if dp is None else dp.ddp
+    counts = S.local_counts(loss_mask(cfg, batch, rows)).to(rows.device)          # tokens, sequences
+    if dp is not None:
+        import torch.distributed as dist
+        dist.all_reduce(counts)                                                    # the minibatch's
+    pieces = torch.tensor_split(rows, cfg.micro_batches)
+    out: dict = {}
+    for j, piece in enumerate(pieces):
+        last = j == len(pieces) - 1
+        with contextlib.nullcontext() if dp is None or last else dp.ddp.no_sync():   # DDP syncs the last
+            logp, logp_all = learner_logp(net, batch.prompts[piece], batch.responses[piece], cfg.temperature,
+                                          cfg.precision)                           # [b_j, T]
+            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, piece, logp_all)
+            m = loss_mask(cfg, batch, piece)
+            scale = S.piece_scale(m, setup.agg, counts, R)
+            (total * scale).backward()
+        share = R * float(m.sum()) / max(float(counts[0]), 1.0)                   # of the tokens, times R
+        parts = {"loss/total": (total, scale), "loss/policy": (pg_loss, scale),
+                 **({} if kl_term is None else {"kl/penalty": (kl_term, scale)}),
+                 **{k: (v, None if k in MAX_METRICS else scale if k.startswith("loss/") else share)
+                    for k, v in stats.items()}}
+        for k, (v, w) in parts.items():
+            v = v.detach() if isinstance(v, Tensor) else torch.tensor(float(v))
+            if w is None:
+                out[k] = v if k not in out else torch.maximum(out[k], v)
+            else:
+                out[k] = out.get(k, 0.0) + w * v
+    kl = out.pop("kl/penalty", None)
+    return out.pop("loss/total"), out.pop("loss/policy"), kl, out
+
+
 def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
-           after_step: Callable[[], None] = lambda: None) -> dict:
+           after_step: Callable[[], None] = lambda: None, dp: DataParallel | None = None) -> dict:
     """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
     where computed on the device).
 
     ``tg``: the batch's Targets, or (one optimiser step, ``reuses_loss_forward``) a function
     (logp, logp_all) of the whole batch, detached, in batch order -> Targets, called once on the
-    loss forward's own log-probs."""
+    loss forward's own log-probs. With micro-batches or ``dp`` (this rank's share of a data-parallel
+    batch) each step's backward is ``split_backward``'s."""
     G = cfg.group_size
     n_groups = len(batch.rewards) // G
     mb_groups = max(n_groups // cfg.minibatches, 1)
@@ -527,18 +590,21 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
             for start in range(0, n_groups, mb_groups):
                 grp = order[start: start + mb_groups]
                 rows = to_device((grp[:, None] * G + torch.arange(G)).reshape(-1), batch.mask.device)   # [b]
-                logp, logp_all = learner_logp(model, batch.prompts[rows], batch.responses[rows],
-                                              cfg.temperature, cfg.precision)                    # [b, T]
-                if callable(tg):                     # the whole batch, permuted: back to batch order
-                    inv = torch.empty_like(rows)
-                    inv[rows] = torch.arange(len(rows), device=rows.device)
-                    tg = tg(logp.detach()[inv], logp_all.detach()[inv])
-                total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
                 lr = lr_for()
                 for group in opt.param_groups:
                     group["lr"] = lr
                 opt.zero_grad(set_to_none=True)
-                total.backward()
+                if cfg.micro_batches == 1 and dp is None:
+                    logp, logp_all = learner_logp(model, batch.prompts[rows], batch.responses[rows],
+                                                  cfg.temperature, cfg.precision)                # [b, T]
+                    if callable(tg):                 # the whole batch, permuted: back to batch order
+                        inv = torch.empty_like(rows)
+                        inv[rows] = torch.arange(len(rows), device=rows.device)
+                        tg = tg(logp.detach()[inv], logp_all.detach()[inv])
+                    total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
+                    total.backward()
+                else:
+                    total, pg_loss, kl_term, stats = split_backward(cfg, setup, model, batch, tg, rows, dp)
                 gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
                 opt.step()
                 after_step()
@@ -559,9 +625,29 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     return out
 
 
+def reduce_over_ranks(metrics: dict, dp: DataParallel | None) -> dict:
+    """A step's tensor metrics made the same on every rank: ``MAX_METRICS`` by their maximum, every
+    other one by the mean of the ranks' values (a rank's token mean then counts as much as another's,
+    whatever their token counts). Identity in one process."""
+    if dp is None:
+        return metrics
+    import torch.distributed as dist
+    keys = [k for k, v in metrics.items() if isinstance(v, Tensor)]
+    out = dict(metrics)
+    for op, group in ((dist.ReduceOp.MAX, [k for k in keys if k in MAX_METRICS]),
+                      (dist.ReduceOp.SUM, [k for k in keys if k not in MAX_METRICS])):
+        if group:
+            t = torch.stack([metrics[k].detach().reshape(()).to(torch.float64) for k in group])
+            dist.all_reduce(t, op=op)
+            if op == dist.ReduceOp.SUM:
+                t = t / dp.world_size
+            out.update(zip(group, t))
+    return out
+
+
 def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
-          *, with_ref: bool = True) -> dict:
+          *, with_ref: bool = True, dp: DataParallel | None = None) -> dict:
     """One batch learned: ``targets`` (advantages, pi_old, pi_ref, corrections), then ``update``
     -> the step's learning metrics, tensors among them.
 
@@ -579,18 +665,34 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
         _sync(device); spent["targets"] = time.perf_counter() - t
         target_metrics.update(m)
         return tg
-    fused = reuses_loss_forward(cfg)
+    fused = reuses_loss_forward(cfg) and dp is None
     _sync(device); t0 = time.perf_counter()
     learned = update(cfg, setup, model, opt, batch, make_targets if fused else make_targets(),
-                     cpu_gen, lr_for, after_step)
+                     cpu_gen, lr_for, after_step, dp)
     _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
     tokens = learned.pop("learn_tokens")
     ctx = batch.prompts.shape[1] + batch.responses.shape[1]
     passes = (0 if fused else 1) + int(with_ref)              # forwards without gradient
-    return {**target_metrics, **learned, "time/learn_s": t_learn, "time/targets_s": spent["targets"],
+    return {**reduce_over_ranks({**target_metrics, **learned}, dp), "time/learn_s": t_learn,
+            "time/targets_s": spent["targets"],
             "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
             "flops/targets": passes * len(batch.rewards) * (ctx - 1)
             * model.flops_per_token(ctx / 2, backward=False)}
+
+
+def gather_collected(got: Collected, dp: DataParallel | None) -> Collected:
+    """One step's sampling on every rank as one Collected (its per-response tensors all-gathered, its
+    time and tokens this rank's), so the sampling metrics are the whole batch's. Identity in one process."""
+    if dp is None:
+        return got
+    import torch.distributed as dist
+
+    def cat(t: Tensor) -> Tensor:
+        parts = [torch.empty_like(t) for _ in range(dp.world_size)]
+        dist.all_gather(parts, t.contiguous())
+        return torch.cat(parts)
+    return Collected(None, cat(got.rewards), cat(got.correct), cat(got.lengths), cat(got.truncated),
+                     got.seconds, got.tokens, got.flops)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -611,6 +713,13 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
         torch.set_num_threads(cfg.num_threads)
+    R, rank = cfg.world_size, 0
+    if R > 1:                               # one rank of train_distributed's process group
+        import torch.distributed as dist
+        if not dist.is_initialized() or dist.get_world_size() != R:
+            raise ValueError(f"world_size={R}: run it with train_distributed(cfg), which starts {R} processes "
+                             f"of one process group (this process is not one of them)")
+        rank = dist.get_rank()
     task = make_task(cfg)
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
@@ -619,6 +728,18 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     model = build_model(cfg, dtype).to(device)
     model.load_state_dict(state)
     ref_model = copy.deepcopy(model).requires_grad_(False)
+    dp = None
+    if R > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        dp = DataParallel(rank, R, DDP(model))
+    local_cfgs: dict = {}
+
+    def local(c: ToyConfig) -> ToyConfig:   # this rank's share: prompts_per_step / R groups
+        if R == 1:
+            return c
+        if c not in local_cfgs:
+            local_cfgs[c] = replace(c, prompts_per_step=c.prompts_per_step // R, world_size=1)
+        return local_cfgs[c]
     phases = cfg.phases()                   # the config, and the one in force from each change on
     uses = {c.mismatch for c in phases}
     # a separate sampler for each mismatch the run uses (a stale one needs the learner's past weights,
@@ -650,8 +771,9 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
         return lr_at(now_cfg, opt_steps - 1, total_opt_steps)
 
     torch.manual_seed(cfg.seed)
-    gen = torch.Generator(device=device).manual_seed(cfg.seed)       # sampling noise
-    cpu_gen = torch.Generator().manual_seed(cfg.seed + 10_000)       # prompt choice, minibatch order
+    # each rank draws its own prompts and samples (rank 0's are a single-process run's)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed + 7_919 * rank)       # sampling noise
+    cpu_gen = torch.Generator().manual_seed(cfg.seed + 10_000 + 7_919 * rank)       # prompts, minibatch order
     flops_per_token = lambda ctx: model.flops_per_token(ctx, backward=False)   # noqa: E731
 
     hist = History(config=config_record(cfg), warm_start_s=warm_s)
@@ -671,16 +793,16 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
             sampler.load_state_dict(snapshots[max(len(snapshots) - 1 - now_cfg.stale_steps, 0)])
         elif now_cfg.mismatch == "bf16":
             sampler.load_state_dict(model.state_dict())               # cast to bfloat16 on copy
-        got = collect(now_cfg, sampler, train_prompts, gen, cpu_gen, flops_per_token)
-        drawn += len(got.rewards)
-        row = {"step": step, **sampling_metrics(got, cfg.group_size), "samples/drawn": drawn}
+        got = collect(local(now_cfg), sampler, train_prompts, gen, cpu_gen, flops_per_token)
+        drawn += len(got.rewards) * R
+        row = {"step": step, **sampling_metrics(gather_collected(got, dp), cfg.group_size), "samples/drawn": drawn}
 
         # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
         evaluating = step % cfg.eval_every == 0 or step == cfg.steps
         if got.batch is not None:                                     # else nothing to learn from
-            learned = learn(now_cfg, setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
-                               next_lr, after_opt_step,
-                               with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating)
+            learned = learn(local(now_cfg), setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
+                            next_lr, after_opt_step,
+                            with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating, dp=dp)
             row.update(learned)
 
         # ---- 3. evaluate and record -------------------------------------------------------
@@ -698,3 +820,20 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     bar.close()
     hist.final_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     return hist
+
+
+def _train_rank(rank: int, world_size: int, cfg: ToyConfig) -> History | None:
+    hist = train(cfg, progress=False)
+    return hist if rank == 0 else None
+
+
+def train_distributed(cfg: ToyConfig, *, timeout_s: float = 1800.0) -> History:
+    """``train(cfg)`` on ``cfg.world_size`` gloo processes (``distributed.run_ranks``), DDP averaging the
+    ranks' gradients: each rank samples prompts_per_step / world_size groups with its own seed, learns on
+    them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. Returns
+    rank 0's History: the sampling metrics are the whole batch's, the learning ones the mean over ranks
+    (``reduce_over_ranks``), the held-out accuracy that of the common weights."""
+    from ..distributed import run_ranks
+    if cfg.world_size < 2:
+        raise ValueError(f"world_size must be >= 2 for train_distributed (1: call train), got {cfg.world_size}")
+    return run_ranks(_train_rank, cfg.world_size, cfg, timeout_s=timeout_s)[0]
