@@ -1,11 +1,14 @@
-"""Run chapter 07's comparisons over several seeds and store small JSON result files.
+"""Run the toy's comparisons (chapters 07, 08 and 11) over several seeds and store small JSON result files.
 
     python benchmarks/toy_results.py                       # chapter 07's comparisons, seeds 0 1 2, 200 steps
     python benchmarks/toy_results.py --only stale_sampler --seeds 0 1 --steps 300
     python benchmarks/toy_results.py --only gallery gallery_probes gallery_from_start    # chapter 08
     python benchmarks/toy_results.py --only diagnosis_heldout --out course_lib/judge/data   # exercise 13
     python benchmarks/toy_results.py --only gallery --fingerprints    # recompute fingerprints, train nothing
-    python benchmarks/toy_results.py --only long_aggregation long_clip_higher   # the long-answer task
+    python benchmarks/toy_results.py --only long_aggregation long_clip_higher long_passk long_entropy_bonus \
+        long_lr_grid long_truncation long_adv_scaling               # chapter 11: the long-answer task
+    python benchmarks/toy_results.py --size long_gpu --only long_aggregation --workers 1 --out /tmp/gpu
+                                                                    # the same comparison at the GPU size
 
 Each comparison stores its own seeds and steps (``Comparison.seeds`` / ``steps``: chapter 07's 0 1 2 and
 200, chapter 08's gallery 240 steps, its probes 150, exercise 13's held-out runs seed 3 and 240 steps);
@@ -43,22 +46,23 @@ KEYS = ["acc/heldout", "acc/sampled", "reward/mean", "entropy/mean", "len/all", 
         "len/truncated_frac", "reward/group_std"]
 
 
-def run_sets() -> dict:
-    """Chapter 07's comparisons, chapter 08's run sets and the long-answer task's comparisons, by name."""
+def run_sets(long_size: str = "long") -> dict:
+    """Chapter 07's comparisons, chapter 08's run sets and the long-answer task's comparisons (at the
+    size ``long_size``: "long", or "long_gpu" for a GPU), by name."""
     from course_lib.toy.diagnosis import RUN_SETS
     from course_lib.toy.experiments import COMPARISONS
-    from course_lib.toy.long_answers import LONG_COMPARISONS
-    return {**COMPARISONS, **RUN_SETS, **LONG_COMPARISONS}
+    from course_lib.toy.long_answers import long_comparisons
+    return {**COMPARISONS, **RUN_SETS, **long_comparisons(long_size)}
 
 
 def _job(args):
-    name, label, seed, steps, threads = args
+    name, label, seed, steps, threads, long_size = args
     import torch
     torch.set_num_threads(threads)
     from course_lib.toy.config import make_config
     from course_lib.toy.experiments import thin, to_columns
     from course_lib.toy.trainer import train
-    comp = run_sets()[name]
+    comp = run_sets(long_size)[name]
     cfg = comp.configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
     out = to_columns(thin(h, KEYS, every=2).to_json())
@@ -105,12 +109,14 @@ def stored_runs(out_dir: str) -> dict:
 def main(argv=None) -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from course_lib.toy.experiments import COMPARISONS as CHAPTER_07
-    COMPARISONS = run_sets()
+    COMPARISONS = run_sets()                  # the names; the long ones' configs follow --size below
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="*", default=list(CHAPTER_07), choices=list(COMPARISONS))
     p.add_argument("--seeds", nargs="*", type=int, default=None, help="default: the comparison's own")
     p.add_argument("--steps", type=int, default=None, help="default: the comparison's own")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--size", choices=["long", "long_gpu"], default="long",
+                   help="the long-answer comparisons' size: long (2 CPU cores, what is stored) or long_gpu")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=os.path.join("notebooks", "data"))
     p.add_argument("--rerun", action="store_true", help="train every run, even one already stored")
@@ -118,6 +124,7 @@ def main(argv=None) -> None:
                    help="recompute the stored files' fingerprints only (after a change to the fingerprint "
                         "itself, not to what a config does); trains nothing")
     a = p.parse_args(argv)
+    COMPARISONS = run_sets(a.size)
     os.makedirs(a.out, exist_ok=True)
     if a.fingerprints:
         from course_lib.toy.config import ToyConfig
@@ -158,7 +165,7 @@ def main(argv=None) -> None:
                     results[n][label][s] = hit[0]
                     copied[n].append(f"{label} / seed {s} (from {hit[1]})")
                 else:
-                    jobs.append((n, label, s, steps_of(n), a.threads))
+                    jobs.append((n, label, s, steps_of(n), a.threads, a.size))
     pending = {n: sum(j[0] == n for j in jobs) for n in a.only}
     t0 = time.time()
     command = "python benchmarks/toy_results.py " + " ".join(argv if argv is not None else sys.argv[1:])

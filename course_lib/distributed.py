@@ -262,3 +262,26 @@ def toy_first_updates(configs: list, model_state: dict, ref_state: dict, batch, 
     ``micro_batches``) on ``batch`` split over ``world_size`` gloo processes."""
     payload = {"configs": list(configs), "model": model_state, "ref": ref_state, "batch": batch}
     return run_ranks(_toy_rank, world_size, payload, timeout_s=timeout_s)[0]
+
+
+def toy_batch(cfg, seed: int = 0):
+    """(model weights, reference weights, Batch) for ``toy_first_update``: a fresh policy of the config's
+    shape with spread logits, P x G responses it samples for the task's held-out prompts, a sampler whose
+    log-probs are off the learner's (ratios away from 1), and 0/1 rewards with one zero-signal group."""
+    from .toy import trainer
+    from .toy.policy import sample
+    from .toy.task import make_task
+    torch.manual_seed(seed)
+    model = trainer.build_model(cfg)
+    with torch.no_grad():
+        model.head.weight.mul_(40.0)
+    ref = {k: v + 0.05 * torch.randn(v.shape, generator=torch.Generator().manual_seed(seed + 1))
+           for k, v in model.state_dict().items()}
+    P, G = cfg.prompts_per_step, cfg.group_size
+    prompts = make_task(cfg).prompts("heldout")[:P].repeat_interleave(G, dim=0)           # [B, Lp]
+    roll = sample(model, prompts, cfg.max_new_tokens, generator=torch.Generator().manual_seed(seed + 2))
+    noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(seed + 3))
+    rewards = torch.randint(0, 2, (P * G,), generator=torch.Generator().manual_seed(seed + 4)).float()
+    rewards[:G] = 0.0                                                                     # no signal
+    batch = trainer.Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards)
+    return model.state_dict(), ref, batch

@@ -36,3 +36,18 @@ def test_edges_vectors_and_the_curve():
 def test_bad_input_names_the_argument(args, match):
     with pytest.raises(ValueError, match=match):
         pass_at_k(*args)
+
+
+def test_the_long_answer_pass_at_k_helpers_read_counts_and_find_the_crossover(tmp_path):
+    import json
+
+    from course_lib.toy import long_answers
+    runs = {"A": [{"config": {}, "columns": {}, "passk": {"n": 4, "prompts": 2, "base": [1, 0], "trained": [4, 0]}}]}
+    path = tmp_path / "toy_x.json"
+    path.write_text(json.dumps({"meta": {}, "runs": runs}))
+    counts = long_answers.load_passk(path)
+    tab = long_answers.passk_table(counts, [1, 2, 4])
+    base, trained = tab["A"]["base"][0], tab["A"]["trained"][0]
+    assert base == {1: 0.125, 2: 0.25, 4: 0.5} and trained == {1: 0.5, 2: 0.5, 4: 0.5}
+    assert long_answers.crossover_k(base, trained) == 4          # level at k = 4: the base catches up
+    assert long_answers.crossover_k(base, {1: 0.5, 2: 0.5, 4: 0.6}) is None

@@ -102,10 +102,20 @@ def test_a_cuda_run_is_never_copied_or_replayed_and_a_file_without_a_device_was_
     assert len(tr.stored_runs(str(tmp_path))) == 6
 
 
-def test_the_long_answer_comparisons_run_the_scratchpad_task_at_its_size():
+@pytest.mark.parametrize("size", ["long", "long_gpu"])
+def test_the_long_answer_comparisons_run_the_scratchpad_task_at_its_size(size):
+    """Every arm at the size's budget (truncation: 8 tokens below it) and batch; the GPU size's comparisons
+    differ from the stored ones only in the size's fields."""
     from course_lib.toy.config import SIZES, make_config
-    for name, comp in LONG_COMPARISONS.items():
+    from course_lib.toy.long_answers import long_comparisons
+    comps = long_comparisons(size)
+    assert set(comps) == set(LONG_COMPARISONS)
+    for name, comp in comps.items():
         assert name not in COMPARISONS
+        budget = SIZES[size]["max_new_tokens"] - (8 if name == "long_truncation" else 0)
         for label, cfg in comp.configs(make_config("smoke"), seed=0, steps=comp.steps).items():
-            assert cfg.task == "scratchpad" and cfg.max_new_tokens == SIZES["long"]["max_new_tokens"], label
-            assert cfg.prompts_per_step == SIZES["long"]["prompts_per_step"] and cfg.steps == 200, label
+            assert cfg.task == "scratchpad" and cfg.max_new_tokens == budget, (name, label)
+            assert cfg.prompts_per_step == SIZES[size]["prompts_per_step"] and cfg.steps == 200, (name, label)
+            assert cfg.d_model == SIZES[size].get("d_model", 64), (name, label)
+    with pytest.raises(ValueError, match="size must be 'long' or 'long_gpu'"):
+        long_comparisons("smoke")

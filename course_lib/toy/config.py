@@ -280,6 +280,12 @@ SIZES: dict[str, dict] = {
     # tokens; the smoke policy, 32 prompts x 8 per step (about 0.4 s a step on one CPU thread)
     "long": dict(task="scratchpad", max_new_tokens=48, steps=200, prompts_per_step=32, group_size=8,
                  eval_every=20, warm_steps=1500, warm_target=0.3),
+    # the long-answer task for a GPU, not yet run on one: a 64-token budget, the gpu size's policy (width
+    # 512, 6 layers), 512 prompts x 16 per step in 4 minibatches, bf16 autocast
+    "long_gpu": dict(task="scratchpad", max_new_tokens=64, steps=400, prompts_per_step=512, group_size=16,
+                     n_layer=6, d_model=512, n_head=8, minibatches=4, precision="bf16", lr=3e-4,
+                     warmup_steps=20, eval_every=20, warm_steps=3000, warm_batch=1024, warm_lr=1e-3,
+                     warm_target=0.3),
 }
 
 

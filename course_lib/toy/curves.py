@@ -195,7 +195,11 @@ def against(runs: dict, key: str, reference: str, *, last_n: int = 20) -> list[d
     minus the reference's) and "differs": -1, 0 or +1, nonzero only when |gap| exceeds the larger
     of the two labels' seed ranges (a gap inside the noise between seeds is a tie).
     """
-    vals = seed_values(runs, key, last_n=last_n)
+    return against_values(seed_values(runs, key, last_n=last_n), reference)
+
+
+def against_values(vals: dict, reference: str) -> list[dict]:
+    """``against`` for given per-seed values {label: [value per seed]} (a fitted parameter, a pass@k)."""
     if reference not in vals:
         raise ValueError(f"reference must be one of the labels {list(vals)}, got {reference!r}")
     ref = vals[reference]
@@ -312,6 +316,33 @@ def plot_passk(curves: dict, *, title: str | None = None, size=(8.4, 3.6), dpi: 
     ax.set_ylabel("pass@k (held-out)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, frameon=False, loc="lower right")
+    if title:
+        ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_fits(runs: dict, fits: dict, *, batch: int, title: str | None = None, size=(8.4, 3.4), dpi: int = 100):
+    """Held-out accuracy against compute (response tokens sampled, log axis) for each label and seed,
+    with the fitted ScaleRL curve of each (``toy.scaling``): dots = evaluations, lines = fits."""
+    from . import scaling
+    fig, ax = plt.subplots(figsize=size, dpi=dpi)
+    for ci, (label, hists) in enumerate(_runs(runs).items()):
+        for si, (h, f) in enumerate(zip(hists, fits[label])):
+            steps, comp = scaling.compute_axis(h, batch=batch)
+            at = dict(zip(steps, comp))
+            ev, acc = h.series("acc/heldout")
+            pts = [(at[s], a) for s, a in zip(ev, acc) if s in at]
+            ax.plot(*zip(*pts), "o", color=f"C{ci}", ms=3, alpha=0.7, label=label if si == 0 else None)
+            xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 60) for i in range(61)]
+            ax.plot(xs, scaling.curve(xs, f["R0"], f["A"], f["B"], f["C_mid"]).tolist(), "-", color=f"C{ci}",
+                    lw=1.0, linestyle=SEED_STYLES[si % len(SEED_STYLES)])
+    ax.set_xscale("log")
+    ax.set_xlabel("response tokens sampled (compute); dots: evaluations, lines: fits per seed", fontsize=10)
+    ax.set_ylabel("acc/heldout", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, frameon=False, loc="upper left")
     if title:
         ax.set_title(title, fontsize=11)
     fig.tight_layout()

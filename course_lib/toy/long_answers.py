@@ -14,7 +14,6 @@ import torch
 from .config import SIZES, ToyConfig
 from .experiments import Comparison
 
-LONG = {k: v for k, v in SIZES["long"].items() if k != "steps"}      # a Comparison sets the steps
 
 # the learning-rate grid: every combination of these, 3 seeds each
 GRID_LR, GRID_WARMUP, GRID_CLIP = (1e-3, 3e-3), (0, 20), (0.1, 1.0)
@@ -24,71 +23,82 @@ def grid_label(lr: float, warmup: int, clip: float) -> str:
     return f"lr {lr:g}, warm-up {warmup}, clip {clip:g}"
 
 
-LONG_COMPARISONS: dict[str, Comparison] = {
-    "long_aggregation": Comparison(
-        claim="With the per-response mean (GRPO) a long wrong answer is penalised less per token than "
-              "with the token mean (DAPO) or Dr. GRPO's constant, so wrong answers grow longer "
-              "(Dr. GRPO, Liu et al. 2025; DAPO §3.3).",
-        metric="len/wrong",
-        keys=("len/wrong", "len/correct", "acc/heldout", "len/truncated_frac", "entropy/mean"),
-        base=dict(LONG, loss="grpo"),
-        variants={"seq-mean-token-mean (GRPO)": dict(agg="seq-mean-token-mean"),
-                  "token-mean (DAPO)": dict(agg="token-mean"),
-                  "Dr. GRPO (constant, no std)": dict(loss="dr_grpo")}),
-    "long_clip_higher": Comparison(
-        claim="With several updates per batch, Clip-Higher (eps_high 0.28) keeps the policy's entropy "
-              "higher than the symmetric clip 0.2 (DAPO §3.1, its entropy figure).",
-        metric="entropy/mean",
-        keys=("entropy/mean", "acc/heldout", "clip/high_frac", "clip/low_frac", "len/all"),
-        base=dict(LONG, loss="ppo", minibatches=4, lr=5e-4),
-        variants={"symmetric 0.2 / 0.2": dict(eps_high=0.2),
-                  "Clip-Higher 0.2 / 0.28": dict(eps_high=0.28)}),
-    "long_passk": Comparison(
-        claim="RL raises pass@1 but not pass@k at large k: the warm-start policy's pass@k catches up "
-              "with the trained one's as k grows (Yue et al. 2025); a pass@k advantage (verl "
-              "grpo_passk) trades pass@1 for pass@k.",
-        metric="acc/heldout",
-        keys=("acc/heldout", "entropy/mean", "len/all"),
-        base=dict(LONG, loss="grpo"),
-        variants={"GRPO": dict(),
-                  "GRPO loss, pass@k advantage": dict(adv_estimator="passk")},
-        passk=(256, 64)),
-    "long_entropy_bonus": Comparison(
-        claim="An entropy bonus (the loss minus c times the entropy) keeps the policy's entropy up; "
-              "too large a coefficient costs accuracy.",
-        metric="entropy/mean",
-        keys=("entropy/mean", "acc/heldout", "len/all"),
-        base=dict(LONG, loss="grpo"),
-        variants={f"entropy_coef {c:g}": dict(entropy_coef=c) for c in (0.0, 0.003, 0.01, 0.03)}),
-    "long_lr_grid": Comparison(
-        claim="The learning rate matters most; a warm-up matters at a high learning rate; with Adam, "
-              "clipping the gradient norm barely matters (Adam divides the scale out).",
-        metric="acc/heldout",
-        keys=("acc/heldout", "grad/norm", "entropy/mean", "len/all"),
-        base=dict(LONG, loss="grpo"),
-        variants={grid_label(lr, w, c): dict(lr=lr, warmup_steps=w, grad_clip=c)
-                  for lr in GRID_LR for w in GRID_WARMUP for c in GRID_CLIP}),
-    "long_truncation": Comparison(
-        claim="With a budget the longest traces exceed, DAPO's soft overlong penalty shortens answers "
-              "and masking truncated responses out of the loss removes their false penalty; "
-              "with neither, truncated responses count as wrong (DAPO §3.4).",
-        metric="len/truncated_frac",
-        keys=("len/truncated_frac", "acc/heldout", "len/all", "len/correct"),
-        base=dict(LONG, loss="grpo", max_new_tokens=40),
-        variants={"neither": dict(),
-                  "overlong penalty (cache 8)": dict(overlong_penalty=True, overlong_cache=8),
-                  "mask truncated": dict(mask_truncated=True)}),
-    "long_adv_scaling": Comparison(
-        claim="With a reward of two terms (correct + 0.5 x well-formed), dividing by the group std "
-              "weighs a group whose answers differ only in format like one whose answers differ in "
-              "correctness; the batch std or no std keeps the reward's scale (Dr. GRPO; ScaleRL).",
-        metric="acc/heldout",
-        keys=("acc/heldout", "reward/mean", "acc/sampled", "entropy/mean"),
-        base=dict(LONG, loss="grpo", format_weight=0.5),
-        variants={"group std (GRPO)": dict(),
-                  "batch std": dict(std_scope="batch"),
-                  "no std": dict(std_scaling=False)}),
-}
+def long_comparisons(size: str = "long") -> dict[str, Comparison]:
+    """The comparisons at a size of the long-answer task: "long" (what the chapter stores, 2 CPU cores)
+    or "long_gpu" (the same comparisons for a GPU). Truncation runs with a budget 8 tokens below the
+    size's, so that the longest style is often cut."""
+    if size not in ("long", "long_gpu"):
+        raise ValueError(f"size must be 'long' or 'long_gpu', got {size!r}")
+    LONG = {k: v for k, v in SIZES[size].items() if k != "steps"}      # a Comparison sets the steps
+    tight = SIZES[size]["max_new_tokens"] - 8
+    return {
+        "long_aggregation": Comparison(
+            claim="With the per-response mean (GRPO) a long wrong answer is penalised less per token than "
+                  "with the token mean (DAPO) or Dr. GRPO's constant, so wrong answers grow longer "
+                  "(Dr. GRPO, Liu et al. 2025; DAPO §3.3).",
+            metric="len/wrong",
+            keys=("len/wrong", "len/correct", "acc/heldout", "len/truncated_frac", "entropy/mean"),
+            base=dict(LONG, loss="grpo"),
+            variants={"seq-mean-token-mean (GRPO)": dict(agg="seq-mean-token-mean"),
+                      "token-mean (DAPO)": dict(agg="token-mean"),
+                      "Dr. GRPO (constant, no std)": dict(loss="dr_grpo")}),
+        "long_clip_higher": Comparison(
+            claim="With several updates per batch, Clip-Higher (eps_high 0.28) keeps the policy's entropy "
+                  "higher than the symmetric clip 0.2 (DAPO §3.1, its entropy figure).",
+            metric="entropy/mean",
+            keys=("entropy/mean", "acc/heldout", "clip/high_frac", "clip/low_frac", "len/all"),
+            base=dict(LONG, loss="ppo", minibatches=4, lr=5e-4),
+            variants={"symmetric 0.2 / 0.2": dict(eps_high=0.2),
+                      "Clip-Higher 0.2 / 0.28": dict(eps_high=0.28)}),
+        "long_passk": Comparison(
+            claim="RL raises pass@1 but not pass@k at large k: the warm-start policy's pass@k catches up "
+                  "with the trained one's as k grows (Yue et al. 2025); a pass@k advantage (verl "
+                  "grpo_passk) trades pass@1 for pass@k.",
+            metric="acc/heldout",
+            keys=("acc/heldout", "entropy/mean", "len/all"),
+            base=dict(LONG, loss="grpo"),
+            variants={"GRPO": dict(),
+                      "GRPO loss, pass@k advantage": dict(adv_estimator="passk")},
+            passk=(256, 64)),
+        "long_entropy_bonus": Comparison(
+            claim="An entropy bonus (the loss minus c times the entropy) keeps the policy's entropy up; "
+                  "too large a coefficient costs accuracy.",
+            metric="entropy/mean",
+            keys=("entropy/mean", "acc/heldout", "len/all"),
+            base=dict(LONG, loss="grpo"),
+            variants={f"entropy_coef {c:g}": dict(entropy_coef=c) for c in (0.0, 0.003, 0.01, 0.03)}),
+        "long_lr_grid": Comparison(
+            claim="The learning rate matters most; a warm-up matters at a high learning rate; with Adam, "
+                  "clipping the gradient norm barely matters (Adam divides the scale out).",
+            metric="acc/heldout",
+            keys=("acc/heldout", "grad/norm", "entropy/mean", "len/all"),
+            base=dict(LONG, loss="grpo"),
+            variants={grid_label(lr, w, c): dict(lr=lr, warmup_steps=w, grad_clip=c)
+                      for lr in GRID_LR for w in GRID_WARMUP for c in GRID_CLIP}),
+        "long_truncation": Comparison(
+            claim="With a budget the longest traces exceed, DAPO's soft overlong penalty shortens answers "
+                  "and masking truncated responses out of the loss removes their false penalty; "
+                  "with neither, truncated responses count as wrong (DAPO §3.4).",
+            metric="len/truncated_frac",
+            keys=("len/truncated_frac", "acc/heldout", "len/all", "len/correct"),
+            base=dict(LONG, loss="grpo", max_new_tokens=tight),
+            variants={"neither": dict(),
+                      "overlong penalty (cache 8)": dict(overlong_penalty=True, overlong_cache=8),
+                      "mask truncated": dict(mask_truncated=True)}),
+        "long_adv_scaling": Comparison(
+            claim="With a reward of two terms (correct + 0.5 x well-formed), dividing by the group std "
+                  "weighs a group whose answers differ only in format like one whose answers differ in "
+                  "correctness; the batch std or no std keeps the reward's scale (Dr. GRPO; ScaleRL).",
+            metric="acc/heldout",
+            keys=("acc/heldout", "reward/mean", "acc/sampled", "entropy/mean"),
+            base=dict(LONG, loss="grpo", format_weight=0.5),
+            variants={"group std (GRPO)": dict(),
+                      "batch std": dict(std_scope="batch"),
+                      "no std": dict(std_scaling=False)}),
+    }
+
+
+LONG_COMPARISONS: dict[str, Comparison] = long_comparisons("long")
 
 
 @torch.no_grad()
@@ -112,3 +122,26 @@ def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64,
             roll = sample(model, p, cfg.max_new_tokens, temperature=cfg.temperature, generator=gen)
         right.append(task.verifiers["exact"](p, roll.responses))
     return torch.cat(right).view(n_prompts, n).sum(dim=1).long().tolist()
+
+
+def load_passk(path) -> dict:
+    """{label: [{"n", "prompts", "base", "trained"} per seed]} from a stored file of a comparison with
+    ``passk`` (the right-answer counts per held-out prompt, before and after RL)."""
+    import json
+    with open(path) as f:
+        raw = json.load(f)
+    return {label: [h["passk"] for h in hists] for label, hists in raw["runs"].items()}
+
+
+def passk_table(counts: dict, ks) -> dict:
+    """{label: {"base": [{k: pass@k} per seed], "trained": [...]}} from ``load_passk``'s counts
+    (``course_lib.passk.pass_at_k_curve``: the unbiased estimator, averaged over the prompts)."""
+    from ..passk import pass_at_k_curve
+    return {label: {when: [pass_at_k_curve(c[when], c["n"], ks) for c in seeds] for when in ("base", "trained")}
+            for label, seeds in counts.items()}
+
+
+def crossover_k(base: dict, trained: dict) -> int | None:
+    """The smallest k at which the base policy's pass@k is at least the trained one's ({k: value}
+    curves), or None when the trained policy stays ahead at every k measured."""
+    return next((k for k in sorted(base) if base[k] >= trained[k]), None)

@@ -81,3 +81,9 @@ def fit_run(h, *, batch: int, key: str = "acc/heldout") -> dict:
         raise ValueError(f"the run logs {key} at {len(pts)} steps after 0 that also log len/all; the fit needs 3")
     C, R = zip(*pts)
     return {**fit_curve(C, R, R0), "R0": R0}
+
+
+def fit_runs(runs: dict, *, batch: int) -> dict:
+    """{label: [fit_run per seed]} for stored runs {label: [History per seed]} of ``batch`` responses a step."""
+    return {label: [fit_run(h, batch=batch) for h in hists] for label, hists in runs.items()}
+
