@@ -31,6 +31,7 @@ SIGNATURES = {   # parameter names and defaults are part of each exercise's cont
     "dppo_tv_loss": "(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0)",
     "reinforce_pp_advantages": "(rewards, mask, gamma=1.0)",
     "micro_batch_loss": "(loss_tok, mask, n_tokens, world_size, n_micro)",
+    "pass_at_k": "(n, c, k)",
 }
 
 

@@ -79,6 +79,8 @@ _CATALOGUE = [
      ("reinforce_pp_advantages",), "advantage"),
     ("ex16_split_token_mean", "Token-mean over micro-batches and ranks", "10_splitting_the_batch", 2,
      ("micro_batch_loss",), "aggregation"),
+    ("ex17_pass_at_k", "The unbiased pass@k estimator", "11_long_answers", 1, ("pass_at_k",),
+     "all of it, trained"),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}

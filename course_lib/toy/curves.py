@@ -312,15 +312,8 @@ def plot_passk(curves: dict, *, title: str | None = None, size=(8.4, 3.6), dpi: 
         ax.plot(ks, [sum(c[k] for c in per_seed_curves) / len(per_seed_curves) for k in ks], "-",
                 color=f"C{ci}", lw=2.4, label=label)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("k (samples per prompt); thin lines: seeds, thick: their mean", fontsize=10)
-    ax.set_ylabel("pass@k (held-out)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, frameon=False, loc="lower right")
-    if title:
-        ax.set_title(title, fontsize=11)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return _finish(fig, ax, "k (samples per prompt); thin lines: seeds, thick: their mean", "pass@k (held-out)",
+                   title, "lower right")
 
 
 def plot_fits(runs: dict, fits: dict, *, batch: int, title: str | None = None, size=(8.4, 3.4), dpi: int = 100):
@@ -336,13 +329,19 @@ def plot_fits(runs: dict, fits: dict, *, batch: int, title: str | None = None, s
             pts = [(at[s], a) for s, a in zip(ev, acc) if s in at]
             ax.plot(*zip(*pts), "o", color=f"C{ci}", ms=3, alpha=0.7, label=label if si == 0 else None)
             xs = [pts[0][0] * (pts[-1][0] / pts[0][0]) ** (i / 60) for i in range(61)]
-            ax.plot(xs, scaling.curve(xs, f["R0"], f["A"], f["B"], f["C_mid"]).tolist(), "-", color=f"C{ci}",
+            ax.plot(xs, scaling.curve(xs, f["R0"], f["A"], f["B"], f["C_mid"]).tolist(), color=f"C{ci}",
                     lw=1.0, linestyle=SEED_STYLES[si % len(SEED_STYLES)])
     ax.set_xscale("log")
-    ax.set_xlabel("response tokens sampled (compute); dots: evaluations, lines: fits per seed", fontsize=10)
-    ax.set_ylabel("acc/heldout", fontsize=10)
+    return _finish(fig, ax, "response tokens sampled (compute); dots: evaluations, lines: fits per seed",
+                   "acc/heldout", title, "upper left")
+
+
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str | None, legend_loc: str):
+    """Labels, grid, legend and title of a one-panel figure; returns it closed (shown as a cell's value)."""
+    ax.set_xlabel(xlabel, fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, frameon=False, loc="upper left")
+    ax.legend(fontsize=9, frameon=False, loc=legend_loc)
     if title:
         ax.set_title(title, fontsize=11)
     fig.tight_layout()

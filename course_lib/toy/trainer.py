@@ -11,6 +11,9 @@
      weight against the sampler's log-probs (``targets``); then for each epoch and minibatch of whole
      groups one optimiser step on ``policy_loss``:
      loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
+With ``micro_batches`` > 1 each optimiser step's backward runs in pieces (gradient accumulation) and
+with ``world_size`` > 1 on gloo ranks under DDP (``train_distributed``), each piece scaled by
+``split.piece_scale`` so the gradient is the whole minibatch's (``split_backward``; chapter 10).
 Forward passes run in ``cfg.precision`` (``policy.compute_precision``: float32, TF32 on CUDA, or
 bfloat16 autocast), the sampler's in ``cfg.sampler_precision`` when set; a step's metrics stay on
 the device until one copy reads them all back (``read_back``).
@@ -832,7 +835,9 @@ def train_distributed(cfg: ToyConfig, *, timeout_s: float = 1800.0) -> History:
     ranks' gradients: each rank samples prompts_per_step / world_size groups with its own seed, learns on
     them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. Returns
     rank 0's History: the sampling metrics are the whole batch's, the learning ones the mean over ranks
-    (``reduce_over_ranks``), the held-out accuracy that of the common weights."""
+    (``reduce_over_ranks``), the held-out accuracy that of the common weights; times, token counts and
+    FLOPs are rank 0's own. Called from a script, it must run under ``if __name__ == "__main__":`` (the
+    ranks start from a fork server that re-imports the main module)."""
     from ..distributed import run_ranks
     if cfg.world_size < 2:
         raise ValueError(f"world_size must be >= 2 for train_distributed (1: call train), got {cfg.world_size}")
