@@ -46,7 +46,7 @@ def seed_mean(hists: list, key: str, x: str = "step") -> tuple[list, list]:
     return xs, ys
 
 
-SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1))]
+SEED_STYLES = ["--", ":", "-.", (0, (5, 1, 1, 1)), (0, (9, 3))]
 
 
 def plot_runs(runs: dict, keys, *, x: str = "step", window: int = 1, title: str | None = None,
