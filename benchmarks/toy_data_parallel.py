@@ -7,7 +7,7 @@ One process runs ``train`` on one torch thread (one core); the data-parallel run
 with world_size 2 (one thread per rank, two cores: each rank samples half the prompts with its own seed
 and learns on them, DDP averaging the gradients). One thread each, so both start from the same warm-start
 weights (a warm start on two threads rounds differently and ends elsewhere). Writes
-notebooks/data/toy_data_parallel.json (chapter 10 reads it): per seed and arm the held-out accuracy
+notebooks/data/data_parallel_runs.json (chapter 10 reads it): per seed and arm the held-out accuracy
 curve and the wall time. Run it on an otherwise idle machine: the times are the point.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--out", default=os.path.join("notebooks", "data", "toy_data_parallel.json"))
+    p.add_argument("--out", default=os.path.join("notebooks", "data", "data_parallel_runs.json"))
     a = p.parse_args(argv)
     runs: dict = {label: [] for label in ARMS}
     for seed in a.seeds:
