@@ -146,3 +146,86 @@ def crossover_k(base: dict, trained: dict) -> int | None:
     """The smallest k at which the base policy's pass@k is at least the trained one's ({k: value}
     curves), or None when the trained policy stays ahead at every k measured."""
     return next((k for k in sorted(base) if base[k] >= trained[k]), None)
+
+
+def verdict_checks(data_dir) -> list[tuple[str, str, bool]]:
+    """The checks chapter 11's verdicts on sections 2 to 8 rest on, computed from the seven stored
+    comparisons in ``data_dir``: [(section, check, holds)]. Chapter 11 runs it on the sweep made on one
+    CPU and on the same sweep made on another, whose float rounding sends every run another way: a
+    verdict whose check holds on one sweep only is no stronger than the seeds' spread."""
+    import os
+
+    from . import curves
+    from .experiments import load_results
+
+    def load(name):
+        return load_results(os.path.join(data_dir, f"toy_{name}.json"))[1]
+
+    def against(runs, key, ref):
+        return {r["label"]: r for r in curves.against(runs, key, ref)}
+
+    out = []
+    runs = load("long_aggregation")
+    grpo, tok, dr = LONG_COMPARISONS["long_aggregation"].variants
+    wrong = against(runs, "len/wrong", grpo)
+    three = {r["label"]: r for r in curves.against_values(
+        {k: v[:3] for k, v in curves.seed_values(runs, "len/wrong").items()}, grpo)}
+    out += [("2", "seeds 0-2 alone: wrong answers longest under the per-response mean",
+             three[tok]["differs"] == three[dr]["differs"] == -1),
+            ("2", "five seeds: wrong answers' lengths tie", wrong[tok]["differs"] == wrong[dr]["differs"] == 0)]
+
+    runs = load("long_clip_higher")
+    sym, high = LONG_COMPARISONS["long_clip_higher"].variants
+    out += [("3", "entropy ties between eps_high 0.2 and 0.28", against(runs, "entropy/mean", sym)[high]["differs"] == 0),
+            ("3", "the upper clip binds on under 1 % of tokens, every seed",
+             max(curves.seed_values(runs, "clip/high_frac")[sym]) < 0.01)]
+
+    tab = passk_table(load_passk(os.path.join(data_dir, "toy_long_passk.json")), [1, 256])
+    pg, pk = LONG_COMPARISONS["long_passk"].variants
+    base, trained, passk_arm = tab[pg]["base"], tab[pg]["trained"], tab[pk]["trained"]
+    out += [("4", "GRPO raises pass@1, every seed", all(t[1] > b[1] for t, b in zip(trained, base))),
+            ("4", "the warm start's pass@256 reaches GRPO's, every seed",
+             all(b[256] >= t[256] for t, b in zip(trained, base))),
+            ("4", "grpo_passk ends below the warm start at pass@256, every seed",
+             all(p[256] < b[256] for p, b in zip(passk_arm, base))),
+            ("4", "grpo_passk ends below the warm start at pass@1, every seed",
+             all(p[1] < b[1] for p, b in zip(passk_arm, base)))]
+
+    runs = load("long_entropy_bonus")
+    arms = list(LONG_COMPARISONS["long_entropy_bonus"].variants)
+    ent, acc = curves.seed_values(runs, "entropy/mean"), against(runs, "acc/heldout", arms[0])
+    out += [("5", "entropy rises with the coefficient, every seed",
+             all(ent[a][s] < ent[b][s] for a, b in zip(arms, arms[1:]) for s in range(len(ent[a])))),
+            ("5", "held-out accuracy ties with no bonus at every coefficient",
+             all(acc[a]["differs"] == 0 for a in arms[1:])),
+            ("5", "every coefficient below no bonus in mean accuracy", all(acc[a]["gap"] < 0 for a in arms[1:]))]
+
+    runs = load("long_lr_grid")
+    levels = {grid_label(lr, w, c): {"lr": lr, "warm-up": w, "max_grad_norm": c}
+              for lr in GRID_LR for w in GRID_WARMUP for c in GRID_CLIP}
+    low = {k: {f: v for f, v in lv.items() if f != "lr"} for k, lv in levels.items() if lv["lr"] == GRID_LR[0]}
+    clip = {e["factor"]: e for e in curves.factor_effects({k: runs[k] for k in low}, "acc/heldout", low)}
+    at20 = {k: [curves.value_at(h, "acc/heldout", "step", 20) for h in runs[k]] for k in low}
+    final = curves.seed_values(runs, "acc/heldout")
+    out += [("6", "at lr 3e-3 every run ends below 0.05 held-out accuracy",
+             all(v < 0.05 for k, lv in levels.items() if lv["lr"] == GRID_LR[1] for v in final[k])),
+            ("6", "at lr 1e-3 a 20-step warm-up is ahead at step 20, every pair",
+             all(b > a for k, lv in low.items() if lv["warm-up"] == 0
+                 for a, b in zip(at20[k], at20[grid_label(GRID_LR[0], 20, lv["max_grad_norm"])]))),
+            ("6", "max_grad_norm 0.1 against 1.0 moves final accuracy both ways",
+             not clip["max_grad_norm"]["consistent"])]
+
+    runs = load("long_truncation")
+    neither, pen, mask = LONG_COMPARISONS["long_truncation"].variants
+    first = {k: [curves.window_mean(h, "len/truncated_frac", first=20) for h in hs] for k, hs in runs.items()}
+    acc = against(runs, "acc/heldout", neither)
+    out += [("7", "overlong penalty: least truncation over the first 20 steps, every seed",
+             all(p < min(n, m) for p, n, m in zip(first[pen], first[neither], first[mask]))),
+            ("7", "final held-out accuracy ties across the three arms", acc[pen]["differs"] == acc[mask]["differs"] == 0)]
+
+    runs = load("long_adv_scaling")
+    gs, bs, ns = LONG_COMPARISONS["long_adv_scaling"].variants
+    acc = against(runs, "acc/heldout", gs)
+    out += [("8", "the batch std ends below the group std, beyond both seed ranges", acc[bs]["differs"] == -1),
+            ("8", "no std ties with the group std", acc[ns]["differs"] == 0)]
+    return out
