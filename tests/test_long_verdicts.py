@@ -35,13 +35,14 @@ def _beyond_ranges(ref: list, arm: list) -> int:
 
 
 def test_both_sweeps_hold_all_seven_comparisons_made_on_two_cpus():
-    envs = set()
+    cpus = {}
     for folder in (DATA, SECOND):
         for name in NAMES:
             meta = json.loads((folder / f"toy_{name}.json").read_text())["meta"]
             assert meta["comparison"] == name and meta["steps"] == 200
-            envs.add((folder, meta["environment"]["cpu"]))
-    assert len({cpu for _, cpu in envs}) == 2, f"the two sweeps must come from two CPUs: {envs}"
+            cpus.setdefault(folder.name, set()).add(meta["environment"]["cpu"])
+    assert all(len(c) == 1 for c in cpus.values()) and len(set.union(*cpus.values())) == 2, \
+        f"each sweep from one CPU, the two from two: {cpus}"
 
 
 def test_every_check_holds_on_the_first_sweep_and_four_fail_on_the_second():
@@ -86,4 +87,5 @@ def test_a_planted_gap_flips_the_advantage_scaling_check(tmp_path):
     path.write_text(json.dumps(raw))
     checks = {t: ok for _, t, ok in verdict_checks(tmp_path)}
     assert checks["the batch std ends below the group std, beyond both seed ranges"]
-    assert _beyond_ranges(_final_acc(tmp_path, "long_adv_scaling")[gs], _final_acc(tmp_path, "long_adv_scaling")[bs]) == -1
+    acc = _final_acc(tmp_path, "long_adv_scaling")
+    assert _beyond_ranges(acc[gs], acc[bs]) == -1

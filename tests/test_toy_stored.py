@@ -33,8 +33,9 @@ from course_lib.toy.trainer import train
 ROOT = Path(__file__).parent.parent
 DATA = Path(os.environ.get("COURSE_TOY_DATA", ROOT / "notebooks" / "data"))
 # the comparison files, not the runs of one that benchmarks/toy_results.py has not finished (.partial.json)
-FILES = sorted(p for p in [*DATA.glob("toy_*.json"), *(DATA / "long_second_cpu").glob("toy_*.json"),
-                            *(ROOT / "course_lib" / "judge" / "data").glob("toy_*.json")]
+JUDGE_DATA = ROOT / "course_lib" / "judge" / "data"
+# a subfolder of DATA holds a second sweep of the same comparisons (chapter 11's long_second_cpu)
+FILES = sorted(p for p in [*DATA.glob("toy_*.json"), *DATA.glob("*/toy_*.json"), *JUDGE_DATA.glob("toy_*.json")]
                if '"runs"' in p.read_text() and not p.name.endswith(".partial.json"))
 REPLAY_STEPS = 2                         # stored rows: step 0 (after the warm start), 2, 4, ...
 
@@ -45,8 +46,8 @@ def _regen(path: Path, meta: dict) -> str:
 
 
 def _id(path: Path) -> str:
-    """The file's stem, with its folder when it is a second sweep of a comparison (long_second_cpu)."""
-    return f"{path.parent.name}/{path.stem}" if path.parent.name == "long_second_cpu" else path.stem
+    """The file's stem, with its folder when it is in a subfolder of DATA (a second sweep)."""
+    return path.stem if path.parent in (DATA, JUDGE_DATA) else f"{path.parent.name}/{path.stem}"
 
 
 def _first_runs():
