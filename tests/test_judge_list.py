@@ -6,7 +6,7 @@ import pytest
 
 from course_lib.judge import cli, progress
 from course_lib.judge.grading import ExerciseKit, grade_file
-from course_lib.judge.plaintext import markdown_to_terminal
+from course_lib.judge.plaintext import UnknownLatex, markdown_to_terminal
 from course_lib.judge.registry import EXERCISES, ROOT
 
 CHAPTERS = {"00_start_here", "01_ppo_clip_and_gae", "02_group_advantages", "03_loss_aggregation",
@@ -75,6 +75,10 @@ def test_start_prints_the_task_without_raw_latex(ex_id, course, capsys):
     prose = re.sub(r"```.*?```", "", out, flags=re.S)                  # code blocks stay as they are
     assert "$" not in prose and "\\" not in prose, prose
     assert f"typeset in exercises/{ex_id}/README.md" in out or "README.md" in out
+    # every command and brace group of the README's formulas is one the converter knows, so nothing
+    # is printed as a command's bare name ("frac{binomn-ck}{binomnk}")
+    for f in (EXERCISES[ex_id].readme, EXERCISES[ex_id].hints):
+        markdown_to_terminal(f.read_text(encoding="utf-8"), strict=True)
 
 
 @pytest.mark.parametrize("ex_id", list(EXERCISES))
@@ -90,6 +94,10 @@ def test_plain_text_formulas_read_as_intended():
     assert markdown_to_terminal(r"$\frac{1}{G-1}\sum_{j \ne i} R_j$") == "1/(G-1) Σ_{j ≠ i} R_j"
     assert markdown_to_terminal(r"$\sqrt{\frac{1}{B'} x}$") == "sqrt(1/B' x)"
     assert markdown_to_terminal("`$x$` and ```\n$y$\n```") == "`x` and ```\n$y$\n```"
+    assert markdown_to_terminal(r"$1 - \frac{\binom{n-c}{k}}{\binom{n}{k}}$") == "1 - C(n-c, k)/C(n, k)"
+    assert markdown_to_terminal(r"$\prod_{i=1}^{n}\left(1 - \frac{k}{i}\right)$") == "Π_{i=1}^n(1 - k/i)"
+    with pytest.raises(UnknownLatex, match="overbrace"):
+        markdown_to_terminal(r"$\overbrace{x}$", strict=True)
 
 
 def test_max_instead_of_min_and_the_clipped_term_alone_get_different_hints():
