@@ -15,6 +15,7 @@ from course_lib.judge.registry import EXERCISES, ROOT
 
 EX01 = EXERCISES["ex01_group_advantages"]
 EX07 = EXERCISES["ex07_cispo"]
+EX15 = EXERCISES["ex15_reinforce_pp"]
 GOOD_EX01 = EX01.solution.read_text()
 
 
@@ -212,7 +213,10 @@ def test_cli_exit_codes_solution_0_wrong_1_gradient_only_wrong_1_usage_2(ws):
     assert wrong.returncode == 1 and "FAIL" in wrong.stdout
     grad_only = run_cli("test", "ex07", str(EX07.dir / "wrong" / "weight_not_detached.py"))
     assert grad_only.returncode == 1
-    assert "values are right, but gradient" in grad_only.stdout
+    # a gradient case failing on its gradient says so, in words of gradients, not of values
+    assert "the value is right, the gradient with respect to `logp` is not" in grad_only.stdout
+    assert "d/dlogp of cispo_loss(...): " in grad_only.stdout and " entries differ" in grad_only.stdout
+    assert "values differ" not in grad_only.stdout
     assert "stop-gradient" in grad_only.stdout                 # its targeted hint
     assert run_cli("test", "ex99").returncode == 2
     assert run_cli("test", "ex07", "no/such/file.py").returncode == 2
@@ -273,7 +277,19 @@ def test_hints_go_up_one_level_per_call_and_level_is_checked(ws, capsys):
         levels.append(json.loads(capsys.readouterr().out)["level"])
     assert levels == [1, 2, 3, 3]
     assert cli.main(["hint", "ex03", "--level", "9"]) == 2
+    capsys.readouterr()
     assert cli.main(["hint", "ex03", "--level", "1"]) == 0
+    out = capsys.readouterr().out                # the same command would print level 1 again
+    assert "`python judge.py hint ex03 --level 2` gives a stronger one" in out
+    assert "Run the same command again" not in out
+
+
+def test_each_failing_case_of_a_known_mistake_points_to_its_hint(ws):
+    """The hint is printed in full once; every later case with the same mistake points to it."""
+    out = run_cli("test", "ex15", str(EX15.dir / "wrong" / "per_row_stats.py")).stdout
+    blocks = out.split("  FAIL  ")[1:]
+    assert len(blocks) >= 8 and all("hint: " in b for b in blocks), out
+    assert out.count("You whiten each response with its own statistics") == 1
 
 
 def test_hint_targets_the_first_failing_case_of_the_readers_file(ws, capsys):
@@ -383,11 +399,14 @@ def test_notebook_check_explains_a_function_without_source(ws, capsys):
 
 def test_compare_names_shape_dtype_first_index_and_padding():
     import torch
-    from course_lib.judge.grading import compare
+    from course_lib.judge.grading import compare, dtype_note
     want = torch.tensor([[1.0, 2.0, 0.0]])
     mask = torch.tensor([[True, True, False]])
     assert "expected shape (1, 3), got shape (3,)" in compare(want[0], want, "f", 1e-6, 0)
-    assert "expected dtype torch.float32, got torch.float64" in compare(want.double(), want, "f", 1e-6, 0)
+    assert compare(want.double(), want, "f", 1e-6, 0) is None          # any floating dtype: a note
+    assert "torch.float64 where the reference returns torch.float32" in dtype_note(want.double(), want)
+    assert dtype_note(want, want) is None
+    assert "values differ" in compare(want.double() + 1, want, "f", 1e-6, 0)
     assert "integer division" in compare(want.long(), want, "f", 1e-6, 0)
     msg = compare(torch.tensor([[1.0, 2.0, 5.0]]), want, "f", 1e-6, 0, mask)
     assert "first at index (0, 2) (a padding position): expected 0, got 5" in msg

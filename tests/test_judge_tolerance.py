@@ -88,6 +88,27 @@ def _failures(res) -> str:
     return res["error"] or "\n".join(bad)
 
 
+FLOAT64_OUT = """
+def _wrap(f):                          # the same computation, every floating result left in float64
+    def call(*args, **kwargs):
+        up = lambda a: a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+        return f(*[up(a) for a in args], **{k: up(v) for k, v in kwargs.items()})
+    return call
+"""
+
+
+def test_a_correct_solution_returning_float64_for_float32_inputs_passes_with_a_note(tmp_path):
+    """The lesson is the formula, not the dtype: a float64 result is compared at the tolerance of the
+    inputs' dtype and the reader is told about the dtype in a note, not a failure."""
+    results = _grade_all({e.id: _file(tmp_path, e, "f64out", FLOAT64_OUT) for e in EXERCISES.values()})
+    bad = {ex_id: _failures(res) for ex_id, res in results.items() if res["status"] != "passed"}
+    assert not bad, "\n".join(f"{k}:\n{v}" for k, v in bad.items())
+    noted = [ex_id for ex_id, res in results.items()
+             if any("your result is torch.float64 where the reference returns torch.float32" in n
+                    for n in res["notes"])]
+    assert {"ex15_reinforce_pp", "ex16_split_token_mean", "ex14_dppo_trust_region"} <= set(noted), noted
+
+
 def test_a_correct_solution_computing_in_float64_and_returning_float32_passes_everything(tmp_path):
     results = _grade_all({e.id: _file(tmp_path, e, "f64", FLOAT64) for e in EXERCISES.values()})
     bad = {ex_id: _failures(res) for ex_id, res in results.items() if res["status"] != "passed"}

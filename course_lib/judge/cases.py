@@ -39,6 +39,7 @@ class Case:
     # a score (a message when the value falls short), without it by equality like any other case
     call: Callable[..., Any] | None = None
     score: Callable[[Any], str | None] | None = None
+    summary: Callable[[Any], str] | None = None  # a scored case's result in words, shown when it passes
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -159,8 +159,13 @@ def cmd_hint(args):
         level = args.level
     else:
         level = progress.next_hint_level(ex, len(hints))
-    more = (f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint.)"
-            if level < len(hints) else f"\n\n(Hint {level} of {len(hints)}: the last one.)")
+    if level == len(hints):
+        more = f"\n\n(Hint {level} of {len(hints)}: the last one.)"
+    elif args.level is not None:                   # the same command would print the same level
+        more = (f"\n\n(Hint {level} of {len(hints)}. `python judge.py hint {short} --level {level + 1}` "
+                "gives a stronger one.)")
+    else:
+        more = f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint.)"
     return 0, {"exercise": ex.id, "level": level, "levels": len(hints), "hint": hints[level - 1]}, \
         f"{ex.id}, hint {level}:\n\n{markdown_to_terminal(hints[level - 1])}{more}"
 

@@ -213,14 +213,18 @@ def _describe(x) -> str:
 
 
 def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None = None,
-            strict_dtype: bool = True, names: tuple[str, ...] = ()) -> str | None:
-    """None when got matches want; otherwise a message: what was expected, what came back."""
+            names: tuple[str, ...] = (), what: str = "values") -> str | None:
+    """None when got matches want; otherwise a message: what was expected, what came back.
+
+    Any floating dtype is accepted for a floating result: both sides are compared in float64 at the
+    case's tolerance, which is set for the inputs' dtype (``dtype_note`` says so to the reader).
+    ``what`` names the entries in the message ("values", or "entries" of a gradient)."""
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return (f"{name}: expected a tuple of {len(want)} tensors, got {_describe(got)}"
                     + (" (did you forget `return`?)" if got is None else ""))
         names = names or tuple(f"{name}[{k}]" for k in range(len(want)))
-        parts = [compare(a, b, n, atol, rtol, mask, strict_dtype) for a, b, n in zip(got, want, names)]
+        parts = [compare(a, b, n, atol, rtol, mask, what=what) for a, b, n in zip(got, want, names)]
         return "\n".join(p for p in parts if p) or None
     if isinstance(want, numbers.Real) and not isinstance(want, Tensor):
         if isinstance(got, Tensor):
@@ -246,8 +250,6 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
         return (f"{name}: expected a floating-point tensor ({want.dtype}), got {got.dtype}"
                 + (" (integer division or an integer input left unconverted?)"
                    if not got.dtype == torch.bool else ""))
-    if strict_dtype and got.dtype != want.dtype:
-        return f"{name}: expected dtype {want.dtype}, got {got.dtype}"
     g = got.detach().to(torch.float64)
     w = want.detach().to(torch.float64)
     where = ""
@@ -265,7 +267,7 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
         where = f" at index {idx}" if idx else ""
         n = int(bad_nan.sum())
         note = padding_note(idx) if idx else ""
-        return (f"{name}: {n} value(s) are NaN or infinite; first{where}{note}, "
+        return (f"{name}: {n} {what[:-1]}(s) are NaN or infinite; first{where}{note}, "
                 f"where {_fmt(w[idx] if idx else w)} was expected")
     diff = (g - w).abs()
     bad = diff > atol + rtol * w.abs()
@@ -277,9 +279,27 @@ def compare(got, want, name: str, atol: float, rtol: float, mask: Tensor | None 
     idx = _index(int(bad.reshape(-1).nonzero()[0]), g.shape)
     finite = diff[~diff.isnan()]
     max_diff = float(finite.max()) if finite.numel() else float("nan")
-    return (f"{name}: {int(bad.sum())} of {g.numel()} values differ; first at index {idx}"
+    return (f"{name}: {int(bad.sum())} of {g.numel()} {what} differ; first at index {idx}"
             f"{padding_note(idx)}: expected {_fmt(w[idx])}, got {_fmt(g[idx])}; "
             f"max abs difference {max_diff:.3g}")
+
+
+def _float_tensors(x) -> list[Tensor]:
+    if isinstance(x, Tensor):
+        return [x] if x.is_floating_point() else []
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _float_tensors(v)]
+    return []
+
+
+def dtype_note(got, want) -> str | None:
+    """A note (not a failure) when a floating result's dtype differs from the reference's."""
+    for g, w in zip(_float_tensors(got), _float_tensors(want)):
+        if g.dtype != w.dtype:
+            return (f"your result is {g.dtype} where the reference returns {w.dtype}: any floating "
+                    f"dtype is accepted and compared at the tolerance set for the inputs (a trainer "
+                    f"usually keeps the inputs' dtype)")
+    return None
 
 
 def close(a, b, atol=1e-5, rtol=1e-4) -> bool:
@@ -364,12 +384,13 @@ class Graded:
     passed: bool
     message: str = ""
     hint: str | None = None
+    note: str | None = None               # said to the reader without failing the case (a dtype)
     ratio: str | None = None              # size_ratio of a failed comparison (for check -v)
     candidates: list[str] = field(default_factory=list)   # known mistakes that fit this case
 
     def as_dict(self):
         return {"name": self.name, "kind": self.kind, "passed": self.passed,
-                "message": self.message, "hint": self.hint, "ratio": self.ratio}
+                "message": self.message, "hint": self.hint, "ratio": self.ratio, "note": self.note}
 
 
 class ExerciseKit:
@@ -420,8 +441,7 @@ class ExerciseKit:
                 if part == "value" and case.score(theirs.value) is not None and theirs.value == got.value:
                     found.append(hint)
                 continue
-            value_wrong = compare(theirs.value, ref.value, "", case.atol, case.rtol,
-                                  strict_dtype=False) is not None
+            value_wrong = compare(theirs.value, ref.value, "", case.atol, case.rtol) is not None
             if part == "value":
                 fails_check = case.check is not None and case.check(theirs.value) is not None
                 if (value_wrong or fails_check) and close(got.value, theirs.value):
@@ -493,6 +513,7 @@ def grade_file(kit: ExerciseKit, path: Path, time_limit: float, sample: bool = F
                 hints.append(graded.hint)
         result["passed"] = sum(c["passed"] for c in result["cases"])
         result["hints"] = hints
+        result["notes"] = list(dict.fromkeys(c["note"] for c in result["cases"] if c["note"]))
         not_impl = [c for c in result["cases"] if c["message"].startswith("not implemented")]
         if result["passed"] == result["total"]:
             result["status"] = "passed"
@@ -563,14 +584,18 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
             g.hint = (g.candidates or [None])[0]
             return g
         g.passed = True
+        g.note = case.summary(got.value) if case.summary is not None else None
         return g
     ref = kit.reference_outcome(i)
     mask = case.args.get("mask", case.kwargs.get("mask"))
     label = f"{case.fn}(...)"
-    strict = case.grad_wrt is None or not case.kind == "grad"
-    msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, strict, case.out_names)
+    msg = compare(got.value, ref.value, label, case.atol, case.rtol, mask, case.out_names)
+    g.note = dtype_note(got.value, ref.value)
     if msg:
-        g.message = msg
+        if case.kind == "grad":
+            msg = f"this case grades the gradient, but the value is already wrong:\n{msg}"
+        g.message = msg + (f"\n({g.note})" if g.note else "")
+        g.note = None
         g.candidates = kit.recognise_all(i, got, "value")
         g.hint = ((g.candidates or [None])[0] or _nan_hint(case, got.value)
                   or generic_hint(got.value, ref.value, case.fn))
@@ -591,10 +616,11 @@ def _grade_case(kit: ExerciseKit, i: int, fn, budget: Budget, path: Path) -> Gra
             g.message = (f"the result carries no gradient with respect to `{case.grad_wrt}`: "
                          "something on the way was detached")
             return g
-        msg = compare(got.grad, ref.grad.to(got.grad.dtype), f"gradient d/d{case.grad_wrt}",
-                      case.grad_atol, 1e-6, mask, strict_dtype=False)
+        msg = compare(got.grad, ref.grad.to(got.grad.dtype), f"d/d{case.grad_wrt} of {case.fn}(...)",
+                      case.grad_atol, 1e-6, mask, what="entries")
         if msg:
-            g.message = "values are right, but " + msg
+            g.message = (f"the value is right, the gradient with respect to `{case.grad_wrt}` is "
+                         f"not:\n{msg}")
             g.hint = kit.recognise(i, got, "grad") or _nan_hint(case, got.grad)
             g.ratio = "gradient " + (size_ratio(got.grad, ref.grad, signed=True) or "")
             return g

@@ -36,11 +36,15 @@ def format_result(res: dict, show_passing: bool = True) -> str:
         lines += _output(res)
         lines.append(_score_line(res))
         return "\n".join(lines)
-    shown, hinted = 0, []
+    shown, hinted, noted = 0, [], []
     for c in res["cases"]:
         if c["passed"]:
             if show_passing:
                 lines.append(f"  PASS  {c['name']}")
+                if c.get("note") and c["note"] not in noted:
+                    noted.append(c["note"])
+                    lines.append(textwrap.fill(c["note"], 100, initial_indent=" " * 8,
+                                               subsequent_indent=" " * 8))
             continue
         shown += 1
         if shown > MAX_FAILURES_SHOWN:
@@ -52,11 +56,15 @@ def format_result(res: dict, show_passing: bool = True) -> str:
             hinted.append(c["hint"])
             lines.append(textwrap.fill("hint: " + c["hint"], 100, initial_indent=" " * 8,
                                        subsequent_indent=" " * 14))
+        elif c.get("hint"):                       # the same mistake again: point at its hint
+            lines.append(f"        hint: the one above ({c['hint'][:40].rstrip()} ...)")
     if shown > MAX_FAILURES_SHOWN:
         lines.append(f"  ... and {shown - MAX_FAILURES_SHOWN} more failing cases")
     if res["error"]:
         lines.append(_indent(res["error"], 2))
     lines += _output(res)
+    lines += [textwrap.fill("note: " + n, 100, initial_indent="  ", subsequent_indent=" " * 8)
+              for n in res.get("notes") or [] if n not in noted]
     unseen = [h for h in res.get("hints") or [] if h not in hinted]
     if unseen and status == "failed":
         lines.append("  This looks like a known mistake:")
