@@ -75,7 +75,7 @@ def _measure(ex_id, mod, quantity):
                 continue
             pairs.append((_flat(got.grad), _flat(ref.grad)))
             continue
-        wrong = compare(got.value, ref.value, "", case.atol, case.rtol, strict_dtype=False)
+        wrong = compare(got.value, ref.value, "", case.atol, case.rtol)
         fails_check = case.check is not None and case.check(got.value) is not None
         if not (wrong or fails_check):
             continue
@@ -160,3 +160,39 @@ def test_check_verbose_prints_each_variants_hint_and_its_size_against_the_refere
     assert "hint: Your advantages are a little larger in magnitude" in out
     # population std instead of Bessel's on [1, 0, 0, 1]: sqrt(4/3) = 1.155 times the reference
     assert "|yours| / |expected|: median 1.155, from 1.155 to 1.155 over the 4 entries" in out
+
+
+# ------------------------------------------------------------ the general hints (hints.md)
+
+CODE_SPAN = re.compile(r"`([^`]*)`")
+HINT_FREE_OF_CODE = ("ex13_diagnose_runs", "ex14_dppo_trust_region", "ex15_reinforce_pp",
+                     "ex16_split_token_mean", "ex17_pass_at_k")
+
+
+def _solution_expressions(ex) -> list[str]:
+    """The right-hand sides of the reference solution's lines, as a reader would type them."""
+    out = []
+    for line in ex.solution.read_text(encoding="utf-8").splitlines():
+        code = line.split("#")[0].strip()
+        code = re.sub(r"^(return|\w+\s*=)\s*", "", code)
+        if len(code) >= 16 and not code.startswith(("def ", "import ", "from ", '"""', "@")):
+            out.append(code)
+    return out
+
+
+@pytest.mark.parametrize("ex_id", HINT_FREE_OF_CODE)
+def test_the_general_hints_lead_to_the_mistake_not_to_the_line(ex_id):
+    """Hints diagnose; they do not restate the reference solution: no code span with a call, index or
+    assignment, and no expression of solution.py."""
+    from course_lib.judge.cli import parse_hints
+    ex = EXERCISES[ex_id]
+    hints = parse_hints(ex.hints.read_text(encoding="utf-8"))
+    assert len(hints) == 3
+    text = " ".join(" ".join(hints).split())
+    code = [c for c in CODE_SPAN.findall(text) if re.search(r"[(\[=]", c)]   # a call, index, assignment
+    assert not code, code
+    calls = re.findall(r"\btorch\.\w+|\.\w+\(|\w+\([^)]*\)\.\w+", text)  # torch API, a method call
+    assert not calls, calls
+    flat = text.replace(" ", "")
+    leaked = [e for e in _solution_expressions(ex) if e.replace(" ", "") in flat]
+    assert not leaked, leaked

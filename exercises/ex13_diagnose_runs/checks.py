@@ -54,6 +54,14 @@ def confusion(truth, got) -> str:
     return "\n".join(lines)
 
 
+def tally(truth, where: str):
+    """What a passing diagnosis scored, in words (the judge prints it under the case)."""
+    def summary(got):
+        right = sum(a == b for a, b in zip(truth, got))
+        return f"{right}/{len(truth)} {where} runs diagnosed right ({right / len(truth):.0%})"
+    return summary
+
+
 def scorer(truth, where: str):
     def score(got):
         if not isinstance(got, list) or len(got) != len(truth):
@@ -81,9 +89,9 @@ def cases():
     return [
         Case(f"fixed: the {len(g_runs)} gallery runs of chapter 08 (healthy and six failures, 3 seeds)",
              "diagnose", {"runs": g_runs}, kind="fixed", sample=True,
-             call=diagnose_each, score=scorer(g_truth, "gallery")),
+             call=diagnose_each, score=scorer(g_truth, "gallery"), summary=tally(g_truth, "gallery")),
         Case(f"held-out: {len(h_runs)} runs you have not seen (other seeds, strengths, onsets; some "
              f"with two failures, labelled by the first)",
              "diagnose", {"runs": h_runs}, kind="random",
-             call=diagnose_each, score=scorer(h_truth, "held-out")),
+             call=diagnose_each, score=scorer(h_truth, "held-out"), summary=tally(h_truth, "held-out")),
     ]

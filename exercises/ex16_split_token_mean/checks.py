@@ -42,12 +42,12 @@ def cases():
     # one micro-batch: three valid tokens of loss 1, 12 tokens in the batch, 2 ranks -> 2 * 3 / 12
     one = torch.ones(2, 4)
     m1 = lengths_mask([2, 1], 4)
-    out = [Case("fixed: one micro-batch of 3 valid tokens (loss 1 each), n_tokens=12, world_size=2 -> 0.5",
+    out = [Case("fixed: one micro-batch of 3 valid tokens (loss 1 each), n_tokens=12, world_size=2",
                 FN, {"loss_tok": one, "mask": m1, "n_tokens": 12, "world_size": 2, "n_micro": 3},
                 kind="fixed", sample=True, expected=torch.tensor(0.5))]
     # two micro-batches on one rank, lengths 1 and 4+4: each token weighs 1/9, not 1/2 vs 1/16
     loss, mask = _batch(g, 3, 4, [1, 4, 4])
-    out.append(_split_case("fixed: 1 rank, micro-batches of 1 and 8 valid tokens: every token weighs 1/9",
+    out.append(_split_case("fixed: 1 rank, micro-batches of 1 and 8 valid tokens",
                            loss, mask, [[1, 2]], sample=True))
     loss, mask = _batch(g, 8, 6, [6] * 8)
     out.append(_split_case("fixed: 2 ranks x 2 micro-batches, equal lengths (a constant factor shows here)",
@@ -61,7 +61,7 @@ def cases():
     loss, mask = _batch(g, 4, 5)
     out.append(_split_case("edge: empty micro-batches (no rows) on an uneven split", loss, mask,
                            [[0, 3, 0], [1, 0, 0]]))
-    out.append(Case("edge: a batch without a valid token gives 0", FN,
+    out.append(Case("edge: no valid token in the whole batch (n_tokens = 0) gives 0", FN,
                     {"loss_tok": torch.randn(3, 4, generator=g), "mask": torch.zeros(3, 4, dtype=torch.bool),
                      "n_tokens": 0, "world_size": 2, "n_micro": 2}, kind="edge", expected=torch.tensor(0.0)))
     for i, (R, M) in enumerate(((1, 3), (2, 1), (2, 4), (3, 2), (4, 3), (4, 4))):
