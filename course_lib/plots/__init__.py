@@ -10,6 +10,8 @@ and a Figure for a slider panel. Presentation only.
     ratios       chapter 05: c(r, A) of every loss, GSPO's drop-out, SAPO's gate
     mismatch     chapter 06: TIS / MIS, the cap C, token vs sequence level, stale samplers
     frameworks   chapter 09: each framework's normaliser on one batch, the toy trained by TRL
+    split        chapter 10: the gradient error of each naive split of the batch
+    real_model   chapter 12: a real model's tokens coloured, ratio spreads, clipping by lr, entropy
     common       what several of them draw with
 
 Every name is importable from ``course_lib.plots`` itself (``plots.course_map()``).
@@ -78,7 +80,15 @@ from .mismatch import (  # noqa: F401
     level_plot,
     stale_plot,
 )
+from .split import split_error_plot  # noqa: F401
 from .frameworks import (  # noqa: F401
     normaliser_view,
     trl_side_by_side_plot,
+)
+from .real_model import (  # noqa: F401,E402
+    TOKEN_SCALES,
+    TokenView,
+    ratio_spread_plot,
+    clip_by_lr_plot,
+    entropy_by_temperature_plot,
 )
