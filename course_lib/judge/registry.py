@@ -81,6 +81,8 @@ _CATALOGUE = [
      ("micro_batch_loss",), "aggregation"),
     ("ex17_pass_at_k", "The unbiased pass@k estimator", "11_long_answers", 1, ("pass_at_k",),
      "all of it, trained"),
+    ("ex18_chat_logprobs", "Log-probs of a chat batch", "12_real_model_tokens", 2, ("completion_logprobs",),
+     "ratio and clip"),
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}
