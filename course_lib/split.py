@@ -19,6 +19,10 @@ per-token weight each produces, by autograd, to set against ``token_weights``.
 Losses: any registered loss whose per-row loss depends only on its own row (every one but Clip-Cov and
 KL-Cov, ``BATCH_STATISTIC_LOSSES``) splits exactly by rows, sequence-level ones (GSPO, GMPO, LUSPO,
 VESPO) included, as long as no sequence is cut in two (sequence/context parallelism would cut it).
+verl 0.9.1's ``agg_loss`` is this rule with two departures (chapter 10, section 4): its trainer passes
+``global_batch_size`` = every response of the mini-batch, so a response emptied by sequence-level
+rejection still counts in the seq-mean modes' denominator (here it does not); and its GMPO
+(``geo_mean``) takes a plain mean per micro-batch without ``agg_loss``: the "micro-mean, summed" strategy.
 Chapter 10 (splitting the batch) and exercise ex16.
 """
 from __future__ import annotations
