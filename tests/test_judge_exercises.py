@@ -32,6 +32,7 @@ SIGNATURES = {   # parameter names and defaults are part of each exercise's cont
     "reinforce_pp_advantages": "(rewards, mask, gamma=1.0)",
     "micro_batch_loss": "(loss_tok, mask, n_tokens, world_size, n_micro)",
     "pass_at_k": "(n, c, k)",
+    "completion_logprobs": "(logits, input_ids, completion_mask, temperature)",
 }
 
 

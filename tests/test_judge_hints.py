@@ -166,7 +166,7 @@ def test_check_verbose_prints_each_variants_hint_and_its_size_against_the_refere
 
 CODE_SPAN = re.compile(r"`([^`]*)`")
 HINT_FREE_OF_CODE = ("ex13_diagnose_runs", "ex14_dppo_trust_region", "ex15_reinforce_pp",
-                     "ex16_split_token_mean", "ex17_pass_at_k")
+                     "ex16_split_token_mean", "ex17_pass_at_k", "ex18_chat_logprobs")
 
 
 def _solution_expressions(ex) -> list[str]:
