@@ -139,8 +139,9 @@ KNOBS: tuple[Knob, ...] = (
                  "`token-sum`"),),
          trl=(S("loss_type", "'dapo'", TRL_LOSS_TYPES),),
          openrlhf=(S("--actor.loss_agg_mode", "'token-mean'", "`token-mean`, `seq-mean-token-mean`"),),
-         note='TRL\'s `"dapo"` divides by the token count of the whole accumulated global batch, '
-              '`"bnpo"` by the local batch; verl divides by the global batch\'s token count '
+         note='TRL\'s `"dapo"` divides by the generation batch\'s token count spread evenly over its '
+              'optimiser steps (`num_items_in_batch` / processes x accumulation steps / `steps_per_generation`), '
+              'not by each step\'s own count; `"bnpo"` by the local batch; verl divides by the global batch\'s token count '
               "(`global_batch_info`); `token-sum` adds every token's loss unnormalised. The BNPO paper "
               "(Xiao et al. 2025, arXiv 2506.02864) is another thing: an advantage normalisation, "
               "(R - p(q)) / f(p(q); alpha, beta) with f a Beta density, which TRL does not implement."),
@@ -207,7 +208,11 @@ KNOBS: tuple[Knob, ...] = (
     Knob("GMPO (geo_mean) clip in log space", "05_ratios_and_clipping",
          verl=(S("actor.clip_ratio_low", "0.2"), S("actor.clip_ratio_high", "0.2")),
          note="`geo_mean` reads `clip_ratio_low`/`_high` as bounds on log r (r in [e^-0.2, e^0.2] by "
-              "default) and ignores `loss_agg_mode`: a plain mean over the responses."),
+              "default) and ignores `loss_agg_mode`: a plain mean over the micro-batch's responses "
+              "(`torch.mean`), without `agg_loss`'s global count or `dp_size`. The engine adds the "
+              "micro-batches' losses, so the gradient grows with the number of micro-batches per rank "
+              "(chapter 10's \"micro-mean, summed\": x M), and `use_dynamic_bsz` reweights responses by "
+              "the size of the micro-batch they land in."),
     Knob("Clip-Cov and KL-Cov", "05_ratios_and_clipping",
          verl=(S("actor.policy_loss.clip_cov_ratio", "0.0002"), S("actor.policy_loss.clip_cov_lb", "1.0"),
                S("actor.policy_loss.clip_cov_ub", "5.0"), S("actor.policy_loss.kl_cov_ratio", "0.0002"),
@@ -257,15 +262,23 @@ KNOBS: tuple[Knob, ...] = (
          openrlhf=(S("--algo.kl.target", "None", "adaptive when set"), S("--algo.kl.horizon", "10000")),
          note="verl measures the batch mean of the per-token-mean KL, Ziegler et al. the per-sequence "
               "sum: the same target_kl is not comparable. The controller acts on the in-reward KL only."),
+    Knob("Entropy bonus", "11_long_answers",
+         verl=(S("actor.entropy_coeff", "0"),),
+         trl=(S("entropy_coef", "0.0"), S("use_adaptive_entropy", "False")),
+         openrlhf=(S("--actor.entropy_coef", "None", "None: no entropy computed; 0: logged only"),),
+         note="verl and OpenRLHF aggregate the entropy like the policy loss (`agg_loss` / "
+              "`aggregate_loss` with the same global counts); TRL always takes the token mean over each "
+              "micro-batch, divided by the accumulation steps, whatever `loss_type`."),
     Knob("Epochs and optimiser steps per rollout batch", "07_toy_policy_training",
          verl=(S("actor.ppo_epochs", "1"), S("actor.ppo_mini_batch_size", "256", "prompts")),
          trl=(S("num_iterations", "1"), S("per_device_train_batch_size", "8", "completions"),
               S("gradient_accumulation_steps", "1"), S("steps_per_generation", "None")),
          openrlhf=(S("--train.max_epochs", "1"),),
          note="TRL counts micro-steps: it regenerates every `steps_per_generation` x `num_iterations` "
-              "calls and derives `steps_per_generation` = `generation_batch_size` / "
-              "(`per_device_train_batch_size` x processes x `gradient_accumulation_steps`); setting "
-              "both it and `generation_batch_size` is an error."),
+              "micro-steps and derives `steps_per_generation` = `generation_batch_size` / "
+              "(`per_device_train_batch_size` x processes), so a generation batch makes "
+              "`steps_per_generation` / `gradient_accumulation_steps` optimiser steps; setting both "
+              "`generation_batch_size` and `steps_per_generation` is an error."),
     Knob("Dynamic sampling (DAPO)", "02_group_advantages",
          verl=(S("algorithm.filter_groups.enable", "False"),
                S("algorithm.filter_groups.max_num_gen_batches", "0", "read by no trainer of 0.9.1"),
@@ -534,7 +547,7 @@ def _verl_loss(k, max_len) -> list:
                  k["eps_low"] is None else ""),
                 (A + "clip_ratio_high", k[hi_key], "")]
     out += [(A + key, k[name], "") for key, name in VERL_EXTRA.get(loss, ())]
-    out.append((A + "loss_agg_mode", k["agg"], "verl's geo_mean ignores it: a mean over the responses"
+    out.append((A + "loss_agg_mode", k["agg"], "verl's geo_mean ignores it: a mean over each micro-batch's responses, summed over the micro-batches"
                 if loss == "gmpo" else ""))
     if k["agg"] == "seq-mean-token-sum-norm":
         out.append((A + "loss_scale_factor", max_len, "L_max"))
@@ -556,12 +569,23 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
            (A + "ppo_mini_batch_size", cfg.prompts_per_step // cfg.minibatches,
             f"prompts; {cfg.minibatches} optimiser step(s) per batch"),
            (A + "ppo_epochs", cfg.epochs, "")]
+    if cfg.world_size > 1 or cfg.micro_batches > 1:
+        out += [("trainer.n_gpus_per_node", cfg.world_size, "data-parallel ranks"), ("trainer.nnodes", 1, "")]
+    if cfg.micro_batches > 1:
+        out.append((A + "ppo_micro_batch_size_per_gpu", _rows_per_piece(cfg)[1],
+                    f"completions; {cfg.micro_batches} micro-batches per optimiser step on each rank"))
+        out += _uneven(cfg)
+    if cfg.std_scope == "batch":
+        out.append(("# advantage std", None, "verl's grpo divides by the group's std; no setting divides by the "
+                    "batch's (the toy used std_scope='batch')"))
     mode = VERL_MODE.get(loss, loss)
     out += _verl_loss(k, cfg.max_new_tokens)
     if mode == "vanilla":
         c = k.get("dual_clip")
         out.append((A + "clip_ratio_c", 1e9 if c is None else c,
                     "always on in verl; a huge c turns it off" if c is None else ""))
+    if cfg.entropy_coef:
+        out.append((A + "entropy_coeff", cfg.entropy_coef, "aggregated like the policy loss, as in the toy"))
     if cfg.kl_coef > 0:
         out += [(A + "use_kl_loss", True, ""), (A + "kl_loss_coef", cfg.kl_coef, ""),
                 (A + "kl_loss_type", VERL_KL[cfg.kl_estimator], cfg.kl_estimator)]
@@ -579,6 +603,10 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
                 (kw + "overlong_buffer_cfg.len", cfg.overlong_cache, ""),
                 (kw + "overlong_buffer_cfg.penalty_factor", 1.0, ""),
                 (kw + "overlong_buffer_cfg.log", False, "")]
+    if cfg.mask_truncated:
+        out.append(("# truncated responses", None, "verl 0.9.1 has no setting that drops them from the loss "
+                    "(the toy's mask_truncated)"))
+    out += _format_note(cfg)
     if cfg.correction != "none":
         out += [("actor_rollout_ref.rollout.calculate_log_probs", True, "the sampler's log-probs"),
                 ("algorithm.rollout_correction.rollout_is", cfg.correction_level, "")]
@@ -598,8 +626,7 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
         else:
             out.append(("# bypass", None, f"bypass mode has its own loss (ppo_clip/reinforce); "
                         f"no verl setting runs {loss} there"))
-    out += _mismatch_note(cfg)
-    return out
+    return out + _mismatch_note(cfg) + not_translated(cfg, "verl")
 
 
 def _mismatch_note(cfg) -> list:
@@ -607,12 +634,60 @@ def _mismatch_note(cfg) -> list:
         return [("# stale sampler", None, f"{cfg.stale_steps} optimiser step(s) behind in the toy; "
                  "asynchronous rollout at scale")]
     if cfg.mismatch in ("noise", "bf16"):
-        return [("# mismatch", None, f"faked in the toy ({cfg.mismatch}); at scale the engine's "
+        how = f"noise, s = {cfg.logits_noise:g}" if cfg.mismatch == "noise" else "bf16"
+        return [("# mismatch", None, f"faked in the toy ({how}); at scale the engine's "
                  "kernels and precision make it")]
     if cfg.sampler_precision not in (None, cfg.precision):
         return [("# sampler precision", None, f"the toy samples in {cfg.sampler_precision} and learns in "
                  f"{cfg.precision}; at scale the engine's dtype and kernels against the trainer's")]
     return []
+
+
+# Every ToyConfig field a translation carries over where it takes effect, as a setting or as a note saying
+# the framework has none; each other field that differs from its default is named in a "# not translated"
+# note (tests/test_frameworks_knobs.py changes every field and checks that each translation changes).
+_CARRIED = frozenset({
+    "prompts_per_step", "group_size", "max_new_tokens", "temperature", "lr", "minibatches", "micro_batches",
+    "world_size", "epochs", "loss", "agg", "eps_low", "eps_high", "dual_clip", "entropy_coef", "adv_estimator",
+    "std_scaling", "std_scope", "kl_coef", "kl_estimator", "dynamic_sampling", "overlong_penalty",
+    "overlong_cache", "mask_truncated", "format_weight", "mismatch", "logits_noise", "stale_steps",
+    "old_logp_source", "correction", "correction_level", "correction_cap", "sampler_precision"})
+CARRIED = {"verl": _CARRIED | {"tau_pos", "tau_neg", "max_sampling_rounds"},
+           "TRL": _CARRIED | {"tau_pos", "tau_neg", "lr_schedule", "lr_min", "warmup_steps", "grad_clip"},
+           "OpenRLHF": _CARRIED}
+
+
+def not_translated(cfg, framework: str) -> list:
+    """The note naming every field of ``cfg`` that differs from ToyConfig's default and that the
+    translation for ``framework`` does not carry: the toy's own (task, model, warm start, evaluation) or
+    knobs the framework's translation leaves to the reader."""
+    from dataclasses import fields
+    from .toy.config import ToyConfig
+    base = ToyConfig()
+    left = [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(ToyConfig)
+            if f.name not in CARRIED[framework] and getattr(cfg, f.name) != getattr(base, f.name)]
+    return [("# not translated", None, ", ".join(left))] if left else []
+
+
+def _rows_per_piece(cfg) -> tuple[int, int]:
+    """(completions per optimiser step on one rank, completions per micro-batch) of a ToyConfig."""
+    per_rank = cfg.batch_size // (cfg.minibatches * cfg.world_size)
+    return per_rank, per_rank // cfg.micro_batches
+
+
+def _uneven(cfg) -> list:
+    per_rank, _ = _rows_per_piece(cfg)
+    if per_rank % cfg.micro_batches:
+        return [("# micro-batches", None, f"the toy cuts {per_rank} rows into {cfg.micro_batches} uneven pieces; "
+                 "the frameworks take one size per micro-batch")]
+    return []
+
+
+def _format_note(cfg) -> list:
+    if not cfg.format_weight:
+        return []
+    return [("# reward", None, f"the toy adds {cfg.format_weight:g} x the task's format check (0/1) to the "
+             "correctness reward: write both terms into the reward function")]
 
 
 def _trl_optimiser(cfg) -> list:
@@ -643,26 +718,38 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
     """A ToyConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
     note only (no TRL setting does it).
 
-    The batch: one generation batch of B = P G completions, split into ``minibatches`` optimiser steps
-    of B / minibatches completions (``per_device_train_batch_size``, on one process; divide it by the
-    number of processes), no gradient accumulation, ``epochs`` passes (``num_iterations``). TRL then
-    derives ``steps_per_generation`` = minibatches itself (setting it as well is an error).
+    The batch: one generation batch of B = P G completions, split into ``minibatches`` optimiser steps,
+    each of ``micro_batches`` accumulated micro-batches on each of ``world_size`` processes
+    (``per_device_train_batch_size`` = B / (minibatches x micro_batches x world_size),
+    ``gradient_accumulation_steps`` = micro_batches), ``epochs`` passes (``num_iterations``). TRL then
+    derives ``steps_per_generation`` = minibatches x micro_batches itself (setting it as well is an error).
     """
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
     B = cfg.batch_size
     if B % cfg.minibatches:
         raise ValueError(f"cfg.minibatches={cfg.minibatches} must divide the batch B={B}")
+    per_rank, per_micro = _rows_per_piece(cfg)
+    where = f" on each of {cfg.world_size} processes" if cfg.world_size > 1 else ""
     out = [("num_generations", cfg.group_size, "G"),
            ("generation_batch_size", B, "B = P * G completions per rollout"),
-           ("per_device_train_batch_size", B // cfg.minibatches,
-            f"completions per optimiser step ({cfg.minibatches} per batch; divide by processes)"),
-           ("gradient_accumulation_steps", 1, ""),
+           ("per_device_train_batch_size", per_micro,
+            f"completions per micro-batch{where} ({cfg.minibatches} optimiser step(s) per batch"
+            + (")" if cfg.world_size > 1 or cfg.micro_batches > 1 else "; divide by processes)")),
+           ("gradient_accumulation_steps", cfg.micro_batches, ""),
            ("num_iterations", cfg.epochs, "passes over each generation batch"),
            ("max_completion_length", cfg.max_new_tokens, ""),
            ("temperature", cfg.temperature, ""),
            ("learning_rate", cfg.lr, ""),
-           ("scale_rewards", "group" if k["std_scaling"] else "none", "")]
+           ("scale_rewards", cfg.std_scope if k["std_scaling"] else "none", "")]
+    if cfg.world_size > 1:
+        out.append(("# processes", None, f"launch on {cfg.world_size} (accelerate launch --num_processes "
+                    f"{cfg.world_size})"))
+    out += _uneven(cfg)
+    if cfg.minibatches > 1 and k["agg"] == "token-mean":
+        out.append(("# token count", None, "with several optimiser steps per generation batch, TRL's dapo divides "
+                    "each by the generation batch's tokens / steps, not the step's own count as verl and the toy "
+                    "do: steps with longer responses weigh more"))
     out += _trl_optimiser(cfg)
     if cfg.adv_estimator == "rloo":
         out.append(("# RLOOTrainer", None, "TRL's RLOO is its own trainer with a sequence-level ratio"))
@@ -706,6 +793,13 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
             out.append(("importance_sampling_level", "sequence", ""))
         if k.get("dual_clip") is not None:
             out.append(("delta", k["dual_clip"], "two-sided clip: bounds r for A < 0"))
+    if cfg.entropy_coef:
+        out.append(("entropy_coef", cfg.entropy_coef, "" if k["agg"] == "token-mean" else
+                    f"TRL's bonus is a token mean whatever loss_type; the toy aggregated it by {k['agg']}"))
+    if cfg.mask_truncated:
+        out.append(("mask_truncated_completions", True, "still in their group's advantage, as in the toy"))
+    if cfg.format_weight:
+        out += [("reward_weights", [1.0, cfg.format_weight], "reward_funcs=[correctness, format check]")]
     if cfg.kl_coef > 0:
         out.append(("beta", cfg.kl_coef, "always k3"))
         if cfg.kl_estimator != "k3":
@@ -725,7 +819,7 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
                 ("vllm_importance_sampling_clip_max", cfg.correction_cap, "")]
     if cfg.old_logp_source == "sampler":
         out.append(("# pi_old", None, "TRL always recomputes pi_old with the trainer"))
-    return out + _mismatch_note(cfg)
+    return out + _mismatch_note(cfg) + not_translated(cfg, "TRL")
 
 
 OPENRLHF_ADV = {"grpo": "group_norm", "rloo": "rloo", "reinforce_pp": "reinforce",
@@ -755,6 +849,19 @@ def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
             ("--rollout.max_new_tokens", cfg.max_new_tokens, ""),
             ("--rollout.temperature", cfg.temperature, ""),
             ("--actor.adam.lr", cfg.lr, "")]
+    if cfg.micro_batches > 1 or cfg.world_size > 1:
+        out += [("--actor.num_nodes", 1, ""), ("--actor.num_gpus_per_node", cfg.world_size, "data-parallel ranks")]
+        out.append(("--train.micro_batch_size", _rows_per_piece(cfg)[1], "completions per micro-batch per GPU"))
+        out += _uneven(cfg)
+    if cfg.std_scope == "batch":
+        out.append(("# advantage std", None, "OpenRLHF's group_norm divides by the group's std; no setting divides "
+                    "by the batch's (the toy used std_scope='batch')"))
+    if cfg.entropy_coef:
+        out.append(("--actor.entropy_coef", cfg.entropy_coef, "aggregated like the policy loss, as in the toy"))
+    if cfg.mask_truncated:
+        out.append(("# truncated responses", None, "OpenRLHF has no setting that drops them from the loss "
+                    "(--reward.stop_properly_penalty_coef changes their reward instead)"))
+    out += _format_note(cfg)
     if loss not in ("ppo", "grpo", "dapo", "dr_grpo", "gspo"):
         out.append(("# policy loss", None, f"OpenRLHF has no {loss} loss (ppo, gspo only)"))
     else:
@@ -791,14 +898,16 @@ def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
                      "LOW HIGH; 0: no lower bound")]
     if cfg.old_logp_source == "sampler":
         out.append(("# pi_old", None, "OpenRLHF recomputes pi_old with the trainer"))
-    return out + _mismatch_note(cfg)
+    return out + _mismatch_note(cfg) + not_translated(cfg, "OpenRLHF")
 
 
 def translation_cases() -> dict:
-    """Every configuration the course translates, by label: the three sizes, every named loss, every
+    """Every configuration the course translates, by label: the sizes, every named loss, every
     chapter-07 comparison variant, each correction (TIS, MIS; token, sequence), dynamic sampling, the
     overlong penalty, the KL in the loss with each estimator, dual clip, several optimiser steps and
-    epochs per batch. The peers tests hand each one to verl, TRL and OpenRLHF."""
+    epochs per batch, and chapters 10 and 11's knobs (micro-batches, ranks, the entropy bonus, the batch
+    std, a format reward, masked truncated responses). The peers tests hand each one to verl, TRL and
+    OpenRLHF."""
     from dataclasses import replace
     from . import losses
     from .toy.config import SIZES, make_config
@@ -818,6 +927,15 @@ def translation_cases() -> dict:
     cases["dual clip 3"] = replace(base, loss="ppo", dual_clip=3.0)
     cases["4 minibatches, 2 epochs"] = replace(base, minibatches=4, epochs=2)
     cases["dr_grpo with std"] = replace(base, loss="dr_grpo", std_scaling=True)
+    # chapters 10 and 11: the split, the entropy bonus, the batch std, a second reward term, masking
+    long = make_config("long")
+    cases["2 micro-batches"] = replace(base, micro_batches=2)
+    cases["2 ranks x 2 micro-batches, 2 minibatches"] = replace(base, world_size=2, micro_batches=2, minibatches=2)
+    cases["entropy bonus"] = replace(long, entropy_coef=0.01)
+    cases["entropy bonus, token-mean"] = replace(long, entropy_coef=0.01, agg="token-mean")
+    cases["batch std"] = replace(long, std_scope="batch")
+    cases["format reward"] = replace(long, format_weight=0.5)
+    cases["mask truncated"] = replace(long, mask_truncated=True)
     return cases
 
 

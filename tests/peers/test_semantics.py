@@ -10,6 +10,9 @@
   loss with the toy's knobs (values and gradients).
 - The overlong penalty: the reward manager verl's reward loop picks from the composed translation
   scores every response length as course_lib.rewards.overlong_penalty does.
+- The entropy bonus: TRL's own block of GRPOTrainer takes the micro-batch's token mean whatever the
+  loss_type; verl's agg_loss, which its loss applies to the entropy with the policy loss's mode, is
+  course_lib's aggregation in that mode.
 """
 from __future__ import annotations
 
@@ -182,3 +185,52 @@ def test_the_reward_manager_the_overlong_translation_selects_gives_the_courses_p
     ours = rewards.overlong_penalty(lengths, L, cfg.overlong_cache)
     torch.testing.assert_close(torch.tensor(theirs, dtype=ours.dtype), ours, rtol=0, atol=1e-6)
     assert float(ours.min()) < 0 and float(ours[0]) == 0                    # both sides of the buffer
+
+
+# ---- the entropy bonus ------------------------------------------------------------------------------
+def entropy_batch():
+    """Per-token entropies [4, 6] and a mask with lengths 1, 6, 3, 6 (unequal: the modes differ)."""
+    g = torch.Generator().manual_seed(7)
+    mask = torch.arange(6)[None, :] < torch.tensor([1, 6, 3, 6])[:, None]
+    return torch.rand(4, 6, generator=g, dtype=torch.float64) * 2, mask
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "dr_grpo"])
+def test_trls_entropy_bonus_is_the_micro_batchs_token_mean_whatever_the_loss_type(loss_type):
+    # TRL's own block of GRPOTrainer._compute_loss, run on crafted entropies: the bonus is the token mean
+    # of the micro-batch divided by the accumulation steps, for every loss_type (what chapter 11 and
+    # frameworks.KNOBS state), not the loss_type's aggregation
+    from collections import defaultdict
+
+    from course_lib.aggregation import aggregate
+    conf = GRPOConfig(loss_type=loss_type, entropy_coef=0.1, gradient_accumulation_steps=2, **TRL_MACHINE)
+    entropies, mask = entropy_batch()
+    trainer = types.SimpleNamespace(
+        _entropy_bonus_enabled=True, entropy_coef=conf.entropy_coef, use_adaptive_entropy=conf.use_adaptive_entropy,
+        current_gradient_accumulation_steps=conf.gradient_accumulation_steps, loss_type=conf.loss_type,
+        _metrics=defaultdict(lambda: defaultdict(list)), args=conf,
+        accelerator=types.SimpleNamespace(gather=lambda t: t, sync_gradients=False))
+    env = {"self": trainer, "mode": "train", "entropies": entropies, "mask": mask.double(), "entropy_mask": None,
+           "loss": torch.zeros((), dtype=torch.float64), "policy_loss": torch.zeros(()), "torch": torch}
+    exec(trl_source_block("self._entropy_bonus_enabled", "entropy_loss"), env)
+    token_mean = float(aggregate(entropies, mask, "token-mean")) / 2
+    assert float(env["entropy_loss"]) == pytest.approx(token_mean, rel=1e-12)
+    assert float(env["loss"]) == pytest.approx(-0.1 * token_mean, rel=1e-12)
+    assert abs(float(aggregate(entropies, mask, "seq-mean-token-mean")) / 2 - token_mean) > 0.01
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
+def test_verls_entropy_bonus_is_aggregated_like_its_policy_loss(mode):
+    # verl's loss (workers/utils/losses.py) passes the entropy through agg_loss with the policy loss's
+    # loss_agg_mode: on one rank that is course_lib's aggregation in the same mode
+    import inspect
+
+    from verl.workers.utils import losses as vl
+
+    from course_lib.aggregation import aggregate
+    src = inspect.getsource(vl)
+    assert "loss_mat=entropy, loss_mask=response_mask, loss_agg_mode=loss_agg_mode" in src
+    entropies, mask = entropy_batch()
+    got = ca.agg_loss(loss_mat=entropies, loss_mask=mask.double(), loss_agg_mode=mode)
+    # verl's per-response mean divides by (count + 1e-8): agreement to 1e-8 relative, not to rounding
+    assert float(got) == pytest.approx(float(aggregate(entropies, mask, mode)), rel=1e-7)

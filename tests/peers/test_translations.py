@@ -53,13 +53,27 @@ def test_trl_text_constructs_reads_back_and_keeps_the_toys_batch_arithmetic(labe
     conf = eval(fw.trl_text(cfg), {"GRPOConfig": functools.partial(GRPOConfig, **TRL_MACHINE)})
     for key, value in settings(fw.to_trl(cfg)).items():
         assert same(getattr(conf, key), value), f"{key}: TRL holds {getattr(conf, key)!r}, course {value!r}"
-    # TRL regenerates every steps_per_generation x num_iterations training steps, one micro-batch of
-    # per_device_train_batch_size completions each; with no accumulation each is an optimiser step
+    # TRL regenerates every steps_per_generation x num_iterations micro-steps of
+    # per_device_train_batch_size completions per process; every gradient_accumulation_steps of them make
+    # an optimiser step. Here on one process: the toy's world_size ranks' micro-batches run one after another
     assert conf.generation_batch_size == cfg.batch_size
     assert conf.generation_batch_size // conf.num_generations == cfg.prompts_per_step
-    assert conf.steps_per_generation == cfg.minibatches
-    assert conf.steps_per_generation * conf.num_iterations // conf.gradient_accumulation_steps \
-        == cfg.minibatches * cfg.epochs
+    assert conf.gradient_accumulation_steps == cfg.micro_batches
+    assert conf.steps_per_generation == cfg.minibatches * cfg.micro_batches * cfg.world_size
+    if cfg.world_size == 1:
+        assert conf.steps_per_generation * conf.num_iterations // conf.gradient_accumulation_steps \
+            == cfg.minibatches * cfg.epochs
+
+
+def test_trl_derives_steps_per_generation_without_the_accumulation_factor():
+    # TRL 1.16.0: steps_per_generation = generation_batch_size / (per_device_train_batch_size x processes),
+    # micro-steps; with 2 accumulation steps a generation batch of 8 micro-steps makes 4 optimiser steps
+    conf = GRPOConfig(generation_batch_size=64, per_device_train_batch_size=8, gradient_accumulation_steps=2,
+                      **TRL_MACHINE)
+    assert conf.steps_per_generation == 8
+    note = next(k.note for k in fw.KNOBS if k.concept == "Epochs and optimiser steps per rollout batch")
+    derived = note.split("derives")[1].split(", so")[0]              # the formula the table states
+    assert "per_device_train_batch_size" in derived and "gradient_accumulation_steps" not in derived
 
 
 def test_trl_rejects_what_the_course_no_longer_writes():
@@ -76,10 +90,16 @@ def overrides(cfg) -> list[str]:
     return fw.verl_text(cfg).split("\n# notes:")[0].split(" \\\n")
 
 
+def machine(cfg) -> list[str]:
+    """VERL_MACHINE without the keys the translation sets itself (ranks, micro-batch size)."""
+    own = {line.split("=")[0] for line in overrides(cfg)}
+    return [m for m in VERL_MACHINE if m.split("=")[0] not in own]
+
+
 @pytest.mark.parametrize("label", CASES)
 def test_verl_overrides_compose_validate_and_read_back(label, verl_compose):
     cfg = CASES[label]
-    composed = verl_compose(overrides(cfg) + VERL_MACHINE)
+    composed = verl_compose(overrides(cfg) + machine(cfg))
     assert OmegaConf.is_struct(composed)
     validate_config(composed, use_reference_policy=cfg.kl_coef > 0, use_critic=False)
     omega_conf_to_dataclass(composed.algorithm)                    # verl's AlgoConfig accepts it
@@ -108,6 +128,8 @@ def test_openrlhf_flags_parse_pass_its_checks_and_read_back(label, openrlhf_cli)
     cfg = CASES[label]
     _, validate = openrlhf_cli
     args = validate(fw.openrlhf_args(cfg) + OPENRLHF_MACHINE)
+    if cfg.micro_batches > 1 or cfg.world_size > 1:       # OpenRLHF's own arithmetic: micro-steps per step
+        assert args.train.batch_size % (args.train.micro_batch_size * args.actor.num_gpus_per_node) == 0
     for flag, value in settings(fw.to_openrlhf(cfg)).items():
         got = dotted(args, flag)
         assert same(got, value), f"{flag}: OpenRLHF holds {got!r}, course {value!r}"
