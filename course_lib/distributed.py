@@ -1,11 +1,8 @@
 """The split run for real: torch.distributed (gloo, CPU processes), DDP averaging the ranks' gradients.
 
-``run_ranks`` starts R processes, joins a gloo process group in each, runs one function on every rank
-and returns what each rank returned; processes are killed and the group destroyed whatever happens
-(an exception in a rank, a timeout). NCCL on GPUs is the same code with another backend name.
-Processes come from a fork server that has imported torch and what DDP imports on first use
-(torch._dynamo, some 800 modules, seconds per process): it pays that once per Python session, and
-each later start of R ranks takes a fraction of a second. The server ends with this process.
+``run_ranks`` (from ``course_lib.ranks``, the launcher the toy trainer uses too) starts R processes in
+one gloo process group and returns what each rank returned. NCCL on GPUs is the same code with another
+backend name.
 
 ``ddp_gradients`` is one such run: a small logit model (a linear map from features to V logits, the
 sampled token's log-probability as ``logp``) wrapped in DistributedDataParallel; for each case every
@@ -17,24 +14,19 @@ Chapter 10 (splitting the batch); tests/test_distributed.py.
 from __future__ import annotations
 
 import contextlib
-import datetime
-import os
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
 from . import split as S
 from .losses import resolve_loss
-from .masking import check_int
+from .ranks import run_ranks
+from .toy import trainer
+from .toy.policy import sample
+from .toy.task import make_task
 
 FEATURES, VOCAB = 6, 5        # the logit model: W [VOCAB, FEATURES]
-PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "course_lib.distributed"]
 
 
 @dataclass(frozen=True)
@@ -44,49 +36,6 @@ class GradCase:
     mode: str
     sizes: tuple[tuple[int, ...], ...]
     strategy: str = "exact"
-
-
-def _entry(rank: int, target: Callable, world_size: int, payload: Any, tmp: str, timeout_s: float) -> None:
-    import torch.distributed as dist
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{tmp}/rendezvous", rank=rank,
-                            world_size=world_size, timeout=datetime.timedelta(seconds=timeout_s))
-    try:
-        result = target(rank, world_size, payload)
-        torch.save(result, Path(tmp) / f"rank{rank}.pt.part")
-        os.replace(Path(tmp) / f"rank{rank}.pt.part", Path(tmp) / f"rank{rank}.pt")
-    finally:
-        dist.destroy_process_group()
-
-
-def run_ranks(target: Callable, world_size: int, payload: Any = None, *, timeout_s: float = 120.0) -> list:
-    """Run target(rank, world_size, payload) in world_size processes of one gloo group.
-
-    Returns the ranks' results in rank order. A rank's exception is raised here (as torch's
-    ProcessRaisedException); past timeout_s a TimeoutError. Every process is gone on return.
-    target must be importable (a module-level function) and its result picklable by torch.save.
-    """
-    import multiprocessing.forkserver
-    import torch.multiprocessing as mp
-    check_int(world_size, "world_size")
-    multiprocessing.forkserver.set_forkserver_preload(PRELOAD)     # read when the server starts
-    tmp = tempfile.mkdtemp(prefix="course-ranks-")
-    ctx = None
-    try:
-        ctx = mp.start_processes(_entry, args=(target, world_size, payload, tmp, timeout_s),
-                                 nprocs=world_size, join=False, start_method="forkserver")
-        deadline = time.monotonic() + timeout_s
-        while not ctx.join(timeout=max(0.0, min(1.0, deadline - time.monotonic()))):
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"{world_size} ranks did not finish within {timeout_s:g} s")
-        return [torch.load(Path(tmp) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
-    finally:
-        if ctx is not None:
-            for p in ctx.processes:
-                if p.is_alive():
-                    p.kill()
-                p.join(10)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,8 +165,6 @@ def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: floa
     when ``dp`` is given), from a TinyGPT of the config's shape with weights ``model_state``."""
     import copy as _copy
 
-    from .toy import trainer
-
     class Recorder(torch.optim.SGD):
         def __init__(self, params):
             super().__init__(params, lr=lr)
@@ -244,7 +191,6 @@ def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
     """Each config's first-update gradient on this rank's contiguous share of the batch (whole groups)."""
     from dataclasses import replace as _replace
 
-    from .toy import trainer
     b = payload["batch"]
     n = len(b.rewards) // world_size
     rows = slice(rank * n, (rank + 1) * n)
@@ -268,9 +214,6 @@ def toy_batch(cfg, seed: int = 0):
     """(model weights, reference weights, Batch) for ``toy_first_update``: a fresh policy of the config's
     shape with spread logits, P x G responses it samples for the task's held-out prompts, a sampler whose
     log-probs are off the learner's (ratios away from 1), and 0/1 rewards with one zero-signal group."""
-    from .toy import trainer
-    from .toy.policy import sample
-    from .toy.task import make_task
     torch.manual_seed(seed)
     model = trainer.build_model(cfg)
     with torch.no_grad():

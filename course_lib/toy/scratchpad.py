@@ -24,7 +24,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from .task import EOS, EQUALS, PAD, PLUS, response_mask
+from .tokens import EOS, EQUALS, PAD, PLUS, response_mask
 
 SEP, CARRY, ANSWER = 14, 15, 16
 VOCAB_SIZE = 17

@@ -21,7 +21,9 @@ from typing import Callable, ClassVar, Protocol
 import torch
 from torch import Tensor
 
-PLUS, EQUALS, EOS, PAD = 10, 11, 12, 13
+from .scratchpad import ScratchpadTask
+from .tokens import EOS, EQUALS, PAD, PLUS, response_mask  # noqa: F401 (every task's ids, re-exported)
+
 VOCAB_SIZE = 14
 PROMPT_LEN = 6                      # "ab+cd="
 ANSWER_MAX_DIGITS = 3               # 99 + 99 = 198
@@ -52,16 +54,6 @@ def answer_tokens(n: int) -> list[int]:
 def to_text(tokens) -> str:
     """Token ids -> a readable string (digits, '+', '=', '<eos>', '.' for PAD)."""
     return "".join(_SYMBOLS.get(int(t), str(int(t))) for t in tokens)
-
-
-def response_mask(responses: Tensor) -> Tensor:
-    """Valid response positions [B, T] (bool): every token up to and including the first EOS.
-
-    A response without EOS is valid over its whole length (it was cut off by the budget).
-    """
-    is_eos = responses == EOS
-    before_eos = (is_eos.cumsum(dim=1) - is_eos.long()) == 0          # no EOS strictly before t
-    return before_eos & (responses != PAD)
 
 
 def correctness(prompts: Tensor, responses: Tensor) -> Tensor:
@@ -179,13 +171,8 @@ class AdditionTask:
 
 
 # name -> factory(n_heldout) -> Task; ToyConfig.task names one
-def _scratchpad(n_heldout: int) -> Task:
-    from .scratchpad import ScratchpadTask               # imports this module: loaded when first named
-    return ScratchpadTask(n_heldout=n_heldout)
-
-
 TASKS: dict[str, Callable[[int], Task]] = {"addition": lambda n_heldout: AdditionTask(n_heldout=n_heldout),
-                                           "scratchpad": _scratchpad}
+                                           "scratchpad": lambda n_heldout: ScratchpadTask(n_heldout=n_heldout)}
 
 
 def register_task(name: str, factory: Callable[[int], Task]) -> None:

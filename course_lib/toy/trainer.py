@@ -2,64 +2,65 @@
 
 ``train`` reads top to bottom; each RL step is
   1. ``collect``: sample P prompts x G responses with the sampler (possibly mismatched to the
-     learner), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length bonus); with
-     dynamic sampling, keep only groups with signal and sample again until P groups remain -> a ``Batch``
+     learner: ``samplers``), reward = the verifier's verdict (+ rewards.overlong_penalty, + a length
+     bonus); with dynamic sampling, keep only groups with signal and sample again until P groups
+     remain -> a ``Batch`` (``rollout``)
   2. ``learn``: log pi_old (the learner's recompute without gradient or, with one optimiser step per
      batch, the loss forward's own log-probs detached: the same numbers) and log pi_ref (only when a
      KL term, an evaluation step or ``monitor_kl_ref`` needs it), the advantages from
      advantages.py's estimator the config names (``ADV_ESTIMATORS``), corrections.correction_weights for the TIS/MIS
      weight against the sampler's log-probs (``targets``); then for each epoch and minibatch of whole
-     groups one optimiser step on ``policy_loss``:
+     groups one optimiser step on ``policy_loss`` (``loss_step``):
      loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
 With ``micro_batches`` > 1 each optimiser step's backward runs in pieces (gradient accumulation) and
-with ``world_size`` > 1 on gloo ranks under DDP (``train_distributed``), each piece scaled by
-``split.piece_scale`` so the gradient is the whole minibatch's (``split_backward``; chapter 10).
+with ``world_size`` > 1 on gloo ranks under DDP (``train_distributed``, ``data_parallel``), each piece
+scaled by ``split.piece_scale`` so the gradient is the whole minibatch's (``split_backward``; chapter 10).
 Forward passes run in ``cfg.precision`` (``policy.compute_precision``: float32, TF32 on CUDA, or
 bfloat16 autocast), the sampler's in ``cfg.sampler_precision`` when set; a step's metrics stay on
-the device until one copy reads them all back (``read_back``).
+the device until one copy reads them all back (``device.read_back``).
 The loss functions come from ``losses.resolve_loss`` (a registered name or a callable), and a loss's
 own defaults (its aggregation, whether its advantage divides by the std) are read from the loss:
 this file contains no loss, advantage, aggregation, KL or correction formula of its own.
+
+This file holds the loop and the steps that call others (``collect``, ``learn``, ``update``,
+``split_backward``, ``warm_start``); what they call lives by topic beside it and is re-exported here:
+``model`` (build_model, heldout_accuracy), ``rollout`` (Batch, shaped rewards, the filter, sampling
+metrics), ``loss_step`` (loss setup, targets, policy_loss), ``data_parallel``, ``samplers``,
+``schedule`` (lr_at) and ``device``.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
-import inspect
-import math
+import functools
 import time
-from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
 from torch import Tensor
 from tqdm import tqdm          # the text bar: in a notebook it writes to a display line (below)
 
-from .. import advantages, corrections, kl, losses, ratios, rewards
-from ..aggregation import aggregate
-from ..masking import masked_mean
+from .. import advantages, corrections, kl, losses, ratios, rewards  # noqa: F401 (re-exported)
+from ..aggregation import aggregate  # noqa: F401 (re-exported)
+from ..masking import masked_mean  # noqa: F401 (re-exported)
 from ..metrics import check_keys
+from ..ranks import run_ranks
 from .config import ToyConfig
+from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks,  # noqa: F401
+                            this_rank, wrap)
+from .device import _sync, read_back, stop_check_every, to_device  # noqa: F401 (re-exported)
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp
-from .task import EOS, PAD, correctness, make_task
-
-KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
-
-# advantage estimators: rewards [B], G, std scaling, mask [B, T] -> adv [B] or [B, T]; only GRPO and
-# pass@k read the std scaling. ReMax also needs a greedy answer per prompt: ``remax_baseline``.
-ADV_ESTIMATORS = {
-    "grpo": lambda r, G, scale, mask: advantages.group_advantages(r, G, scale=scale),
-    "rloo": lambda r, G, scale, mask: advantages.rloo_advantages(r, G),
-    "reinforce_pp": lambda r, G, scale, mask: advantages.reinforce_pp_advantages(
-        advantages.last_token_rewards(r, mask), mask),                                  # [B, T]
-    "reinforce_pp_baseline": lambda r, G, scale, mask: advantages.reinforce_pp_baseline_advantages(
-        r, mask, G),                                                                    # [B, T]
-    "opo": lambda r, G, scale, mask: advantages.opo_advantages(r, G, mask.sum(dim=-1)),
-    "passk": lambda r, G, scale, mask: advantages.passk_advantages(r, G, scale=scale),
-    "gpg": lambda r, G, scale, mask: advantages.gpg_advantages(r, G),
-}
+from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, LossSetup, Targets, advantages_of, learner_logp,  # noqa: F401
+                        loss_knobs, loss_mask, loss_setup, policy_loss, remax_baseline, reuses_loss_forward,
+                        targets)
+from .model import build_model, heldout_accuracy
+from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp  # noqa: F401
+from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
+                      shaped_rewards)
+from .samplers import Samplers
+from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
+from .task import correctness, make_task  # noqa: F401 (re-exported)
+from .tokens import EOS, PAD
 
 
 # ----------------------------------------------------------------------------------------------
@@ -110,15 +111,8 @@ def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
 
 
 # ----------------------------------------------------------------------------------------------
-# model, warm start, evaluation, schedule
+# the warm start
 # ----------------------------------------------------------------------------------------------
-def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:
-    """The policy for the config's task: its vocabulary, its prompt plus the generation budget."""
-    task = make_task(cfg)
-    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
-                   dtype=dtype, vocab_size=task.vocab_size)
-
-
 _WARM_CACHE: dict = {}
 
 
@@ -173,122 +167,9 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     return _WARM_CACHE[key]
 
 
-@torch.no_grad()
-def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32",
-                     verifier: Callable[[Tensor, Tensor], Tensor] | None = None) -> float:
-    """Greedy-decoding accuracy on the given prompts, by ``verifier`` (default: the addition task's
-    exact check)."""
-    with compute_precision(precision, prompts.device):
-        roll = sample(model, prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
-    return float((verifier or correctness)(prompts, roll.responses).mean())
-
-
-def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
-    """Linear warm-up over warmup_steps optimiser steps, then constant or cosine to lr_min."""
-    warm = min(1.0, (opt_step + 1) / max(cfg.warmup_steps, 1))
-    if cfg.lr_schedule == "constant":
-        return cfg.lr * warm
-    frac = min(opt_step / max(total_opt_steps - 1, 1), 1.0)
-    return warm * (cfg.lr_min + (cfg.lr - cfg.lr_min) * 0.5 * (1 + math.cos(math.pi * frac)))
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def to_device(t: Tensor, device: torch.device) -> Tensor:
-    """A CPU tensor on ``device``; to a GPU from pinned memory without blocking the host."""
-    if device.type != "cuda":
-        return t.to(device)
-    return t.pin_memory().to(device, non_blocking=True)
-
-
-def stop_check_every(device: torch.device) -> int:
-    """How often the sampler asks whether every row has ended: each answer is a host sync on a GPU
-    (the queue drains), free on a CPU, where checking every token keeps the fewest decoding steps."""
-    return 1 if device.type != "cuda" else 8
-
-
-def read_back(metrics: dict) -> dict:
-    """A step's metrics with every tensor among them read back to the host in one copy (float64,
-    which holds a float32 value exactly: the floats are those float(tensor) gives one by one)."""
-    keys = [k for k, v in metrics.items() if isinstance(v, Tensor)]
-    if not keys:
-        return dict(metrics)
-    dev = metrics[keys[0]].device
-    values = torch.stack([metrics[k].detach().reshape(()).to(dev, torch.float64) for k in keys]).tolist()
-    return {**metrics, **dict(zip(keys, values))}
-
-
-def _pad_cat(tensors: list, value) -> Tensor:
-    """Concatenate [B_i, T_i] tensors along B, right-padding each to the largest T with value."""
-    T = max(t.shape[1] for t in tensors)
-    return torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=value) for t in tensors])
-
-
 # ----------------------------------------------------------------------------------------------
-# 1. sampling, reward shaping, dynamic-sampling filter
+# 1. sampling (the pieces: rollout.py, samplers.py)
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class Batch:
-    """What one update learns from: whole groups of G responses, contiguous. B = n_groups * G."""
-    prompts: Tensor         # [B, Lp]
-    responses: Tensor       # [B, T] PAD after EOS
-    mask: Tensor            # [B, T] bool
-    rollout_logp: Tensor    # [B, T] log-probs under the sampler (0 on padding)
-    rewards: Tensor         # [B] shaped rewards (correctness + overlong penalty)
-
-
-@dataclass
-class Collected:
-    """One step's sampling: the batch to learn from and every response drawn for it."""
-    batch: Batch | None     # None when dynamic sampling kept no group
-    rewards: Tensor         # [N] shaped rewards of every response drawn (N = rounds * P * G)
-    correct: Tensor         # [N] 0/1 correctness
-    lengths: Tensor         # [N] response lengths (tokens, EOS included)
-    truncated: Tensor       # [N] bool: the response reached the budget without an EOS
-    seconds: float          # wall time inside the sampler
-    tokens: int             # sampled token slots
-    flops: float            # model FLOPs of sampling
-
-
-def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor, formatted: Tensor | None = None) -> Tensor:
-    """The reward the advantage sees: the verifier's 0/1, plus ``format_weight`` times the format
-    verdict ``formatted`` (a second reward term), plus DAPO's overlong penalty when enabled, plus
-    ``length_bonus`` per response token (a misconfiguration chapter 08 studies)."""
-    out = passed.clone()
-    if cfg.format_weight:
-        if formatted is None:
-            raise ValueError("format_weight is set: shaped_rewards needs the format verdicts (formatted)")
-        out = out + cfg.format_weight * formatted.to(out.dtype)
-    if cfg.overlong_penalty:
-        out = out + rewards.overlong_penalty(lengths, cfg.max_new_tokens, cfg.overlong_cache)   # DAPO Eq. 13
-    if cfg.length_bonus:
-        out = out + cfg.length_bonus * lengths.to(out.dtype)
-    return out
-
-
-def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool):
-    """The first ``n_groups`` groups of the rounds' rollouts (with ``filter_signal``: only groups
-    whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept."""
-    if not filter_signal and len(rolls) == 1:           # everything kept: no gather (a sync on a GPU)
-        ro, r = rolls[0], round_rewards[0]
-        cut = n_groups * G
-        return Batch(ro.prompts[:cut], ro.responses[:cut], ro.mask[:cut], ro.rollout_logp[:cut], r[:cut])
-    keep = [advantages.signal_groups(r, G).repeat_interleave(G) if filter_signal
-            else torch.ones_like(r, dtype=torch.bool) for r in round_rewards]       # [B] per round
-    n_keep = min(sum(int(k.sum()) for k in keep) // G, n_groups)
-    if n_keep == 0:
-        return None
-    cut = n_keep * G
-    return Batch(prompts=torch.cat([ro.prompts[k] for ro, k in zip(rolls, keep)])[:cut],
-                 responses=_pad_cat([ro.responses[k] for ro, k in zip(rolls, keep)], PAD)[:cut],
-                 mask=_pad_cat([ro.mask[k] for ro, k in zip(rolls, keep)], False)[:cut],
-                 rollout_logp=_pad_cat([ro.rollout_logp[k] for ro, k in zip(rolls, keep)], 0.0)[:cut],
-                 rewards=torch.cat([r[k] for r, k in zip(round_rewards, keep)])[:cut])
-
-
 def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.Generator,
             cpu_gen: torch.Generator, flops_per_token: Callable[[float], float]) -> Collected:
     """Sample P prompts x G responses (more rounds with dynamic sampling) and shape the rewards."""
@@ -325,211 +206,9 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
                      torch.cat(truncated), seconds, tokens, flops)
 
 
-def _mean_where(x: Tensor, m: Tensor) -> Tensor:
-    """Mean of x [N] over m [N] bool without a gather (NaN when m is empty); x holds whole numbers
-    here, so the sum is exact and the value is that of x[m].mean()."""
-    m = m.to(x.dtype)
-    return (x * m).sum() / m.sum()
-
-
-def sampling_metrics(c: Collected, G: int) -> dict:
-    """Metrics of everything drawn this step (before the filter); tensors, read back with the step's."""
-    rew, cor, lens = c.rewards, c.correct, c.lengths.float()
-    n_groups = len(rew) // G
-    return {"reward/mean": rew.mean(), "acc/sampled": cor.mean(), "len/all": lens.mean(),
-            "len/correct": _mean_where(lens, cor > 0), "len/wrong": _mean_where(lens, cor == 0),
-            "groups/zero_signal_frac": 1.0 - advantages.signal_groups(rew, G).double().sum() / n_groups,
-            "reward/group_std": rew.view(-1, G).std(dim=1).mean(),
-            "len/truncated_frac": c.truncated.float().mean(),
-            "samples/step": len(rew), "time/sample_s": c.seconds,
-            "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops}
-
-
 # ----------------------------------------------------------------------------------------------
-# 2. the update
+# 2. the update (the loss and its constants: loss_step.py)
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class LossSetup:
-    fn: Callable            # the loss function, signature of losses.py
-    knobs: dict             # the config's knobs it accepts (None knobs left at the loss's default)
-    agg: str                # the aggregation mode in use (the KL term uses it too)
-    std_scaling: bool       # whether the GRPO advantage divides by the group std
-
-
-def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
-    """The config's loss knobs that ``loss_fn``'s signature accepts, and the aggregation mode in use.
-
-    A knob left at None is not passed (the loss keeps its default). A knob the config sets but the
-    loss does not accept is an error, not silently ignored.
-    """
-    params = inspect.signature(loss_fn).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    knobs = {}
-    for name in KNOB_FIELDS:
-        value = getattr(cfg, name)
-        if value is None:
-            continue
-        if name not in params and not takes_any:
-            raise ValueError(f"config sets {name}={value!r}, but the loss {cfg.loss!r} has no such "
-                             f"keyword (it takes {[p for p in params if p not in ('logp', 'old_logp', 'adv', 'mask')]})")
-        knobs[name] = value
-    if "max_len" in params or takes_any:
-        knobs["max_len"] = cfg.max_new_tokens
-    default_agg = params["agg"].default if "agg" in params else "token-mean"
-    if default_agg is inspect.Parameter.empty:
-        default_agg = "token-mean"
-    return knobs, knobs.get("agg", default_agg)
-
-
-def loss_setup(cfg: ToyConfig) -> LossSetup:
-    """The loss of the config with its knobs; defaults the config leaves open come from the loss."""
-    fn = losses.resolve_loss(cfg.loss)
-    knobs, agg = loss_knobs(fn, cfg)
-    std_scaling = getattr(fn, "std_scaling", True) if cfg.std_scaling is None else cfg.std_scaling
-    return LossSetup(fn, knobs, agg, std_scaling)
-
-
-@dataclass
-class Targets:
-    """The constants of the loss, fixed once per batch before the update."""
-    adv: Tensor                 # [B], or [B, T] for the token-level estimators (REINFORCE++, ReMax)
-    old_logp: Tensor            # [B, T] pi_old: the learner's recompute or the sampler's log-probs
-    ref_logp: Tensor | None     # [B, T] the reference (warm-start) policy; None when not computed
-    is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
-
-
-def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float,
-                 precision: str = "fp32"):
-    """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]
-    (the forward in ``precision``, the log-softmax of float32 logits)."""
-    with compute_precision(precision, prompts.device):
-        logits = response_logits(model, prompts, responses)
-    return token_logp(logits, responses, temperature)
-
-
-def reuses_loss_forward(cfg: ToyConfig) -> bool:
-    """Whether pi_old is the loss forward's own log-probs, detached: one optimiser step per batch
-    and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
-    the same numbers (TRL skips it there too)."""
-    return (cfg.old_logp_forward == "auto" and cfg.epochs * cfg.minibatches == 1
-            and cfg.old_logp_source == "learner" and cfg.micro_batches == 1 and cfg.world_size == 1)
-
-
-@torch.no_grad()
-def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
-    """ReMax's baseline: the shaped reward of the learner's greedy answer to each group's prompt,
-    repeated over the group [B]. The learner decodes it (verl's rollout engine does; the toy's
-    sampler is the learner unless a mismatch is faked)."""
-    prompts = batch.prompts[::cfg.group_size]                                  # [P, Lp]
-    with compute_precision(cfg.precision, prompts.device):
-        roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
-                      stop_check_every=stop_check_every(prompts.device))
-    verifiers = make_task(cfg).verifiers
-    passed = verifiers[cfg.verifier](prompts, roll.responses)
-    formatted = verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
-    shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1), formatted)      # [P]
-    return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
-
-
-def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor) -> Tensor:
-    """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax."""
-    if cfg.adv_estimator == "remax":
-        baseline = remax_baseline(cfg, model, batch).to(rewards.dtype)          # [B]
-        return advantages.remax_advantages(advantages.last_token_rewards(rewards, batch.mask),
-                                           baseline, batch.mask)              # [B, T]
-    if cfg.std_scope == "batch" and setup.std_scaling:                        # grpo only (config)
-        return advantages.batch_std_advantages(rewards, cfg.group_size)
-    return ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, batch.mask)
-
-
-@torch.no_grad()
-def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
-            with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None) -> tuple[Targets, dict]:
-    """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
-
-    ``learner``: the learner's (logp, logp_all) of the batch, detached, when its loss forward has
-    computed them already; else a forward without gradient computes them. ``with_ref``: run the
-    reference forward (for the KL term and the ``kl/ref`` monitor)."""
-    mask = batch.mask
-    recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
-                                                   cfg.precision)
-    rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
-    adv = advantages_of(cfg, setup, model, batch, rewards)                     # [B] or [B, T]
-    adv_tok = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv          # [B, T]
-    ref_logp = ref_all = None
-    if with_ref:
-        ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature,
-                                         cfg.precision)
-    old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
-    is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
-                                               cfg.correction_cap, cfg.correction_level)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [B, T]
-    if cfg.temperature == 1.0:
-        entropy_t1 = entropy
-    else:                                   # logp_all * T = logits - const: the policy at T = 1
-        logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
-        entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
-    gap = (recomputed - batch.rollout_logp).abs()                                 # [B, T]
-    nan = torch.full_like(gap, float("nan"))
-    metrics = {             # every row has a valid token (its EOS or its last), so no mean is empty
-        "entropy/mean": masked_mean(entropy, mask),
-        "entropy/t1": masked_mean(entropy_t1, mask),
-        "mismatch/abs_logratio_p99": torch.nanquantile(torch.where(mask, gap, nan).float().reshape(-1), 0.99),
-        "mismatch/abs_logratio_max": torch.where(mask, gap, torch.full_like(gap, -float("inf"))).max(),
-        "is/weight_mean": 1.0 if is_weight is None else masked_mean(is_weight, mask),
-        "is/zero_frac": 0.0 if is_weight is None else masked_mean((is_weight == 0).float(), mask),
-        "adv/pos_token_frac": masked_mean((adv_tok > 0).float(), mask),
-    }
-    if with_ref:
-        metrics["kl/ref"] = masked_mean(kl.categorical_kl(logp_all, ref_all), mask)
-    return Targets(adv, old_logp, ref_logp, is_weight), metrics
-
-
-def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
-    """The tokens the loss reads on the responses ``rows`` [b, T]: their mask, without the responses
-    that never ended (no EOS) when ``mask_truncated``."""
-    m = batch.mask[rows]
-    if cfg.mask_truncated:
-        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
-    return m
-
-
-def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
-                rows: Tensor, logp_all: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
-    """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T] (and, for
-    the entropy bonus, ``logp_all`` [b, T, V]): (total, policy part, KL part or None, loss stats).
-
-    With ``mask_truncated`` a response without an EOS is out of the loss mask (every term)."""
-    m = loss_mask(cfg, batch, rows)
-    extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
-    pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
-    total, kl_term = pg_loss, None
-    if cfg.entropy_coef:
-        if logp_all is None:
-            raise ValueError("entropy_coef is set: policy_loss needs the learner's logp_all [b, T, V]")
-        entropy = -(logp_all.exp() * logp_all).sum(-1)                            # [b, T]
-        stats = {**stats, "loss/entropy_bonus": aggregate(entropy, m, setup.agg, cfg.max_new_tokens)}
-        total = total - cfg.entropy_coef * stats["loss/entropy_bonus"]
-    if cfg.kl_coef:
-        kl_term = aggregate(kl.kl_estimate(logp, tg.ref_logp[rows], m, cfg.kl_estimator), m, setup.agg,
-                            cfg.max_new_tokens)            # max_len: read by the -norm mode only
-        total = total + cfg.kl_coef * kl_term
-    return total, pg_loss, kl_term, stats
-
-
-@dataclass
-class DataParallel:
-    """This process's place in a data-parallel run (``train_distributed``): rank, world size and the
-    learner wrapped in DistributedDataParallel (whose backward averages the ranks' gradients)."""
-    rank: int
-    world_size: int
-    ddp: torch.nn.Module
-
-
-# monitors reduced over ranks by their maximum; every other one by the mean of the ranks' values
-MAX_METRICS = ("ratio/max", "mismatch/abs_logratio_max")
-
-
 def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets, rows: Tensor,
                    dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
@@ -628,26 +307,6 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     return out
 
 
-def reduce_over_ranks(metrics: dict, dp: DataParallel | None) -> dict:
-    """A step's tensor metrics made the same on every rank: ``MAX_METRICS`` by their maximum, every
-    other one by the mean of the ranks' values (a rank's token mean then counts as much as another's,
-    whatever their token counts). Identity in one process."""
-    if dp is None:
-        return metrics
-    import torch.distributed as dist
-    keys = [k for k, v in metrics.items() if isinstance(v, Tensor)]
-    out = dict(metrics)
-    for op, group in ((dist.ReduceOp.MAX, [k for k in keys if k in MAX_METRICS]),
-                      (dist.ReduceOp.SUM, [k for k in keys if k not in MAX_METRICS])):
-        if group:
-            t = torch.stack([metrics[k].detach().reshape(()).to(torch.float64) for k in group])
-            dist.all_reduce(t, op=op)
-            if op == dist.ReduceOp.SUM:
-                t = t / dp.world_size
-            out.update(zip(group, t))
-    return out
-
-
 def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
           *, with_ref: bool = True, dp: DataParallel | None = None) -> dict:
@@ -683,21 +342,6 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
             * model.flops_per_token(ctx / 2, backward=False)}
 
 
-def gather_collected(got: Collected, dp: DataParallel | None) -> Collected:
-    """One step's sampling on every rank as one Collected (its per-response tensors all-gathered, its
-    time and tokens this rank's), so the sampling metrics are the whole batch's. Identity in one process."""
-    if dp is None:
-        return got
-    import torch.distributed as dist
-
-    def cat(t: Tensor) -> Tensor:
-        parts = [torch.empty_like(t) for _ in range(dp.world_size)]
-        dist.all_gather(parts, t.contiguous())
-        return torch.cat(parts)
-    return Collected(None, cat(got.rewards), cat(got.correct), cat(got.lengths), cat(got.truncated),
-                     got.seconds, got.tokens, got.flops)
-
-
 # ----------------------------------------------------------------------------------------------
 # the loop
 # ----------------------------------------------------------------------------------------------
@@ -716,13 +360,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
         torch.set_num_threads(cfg.num_threads)
-    R, rank = cfg.world_size, 0
-    if R > 1:                               # one rank of train_distributed's process group
-        import torch.distributed as dist
-        if not dist.is_initialized() or dist.get_world_size() != R:
-            raise ValueError(f"world_size={R}: run it with train_distributed(cfg), which starts {R} processes "
-                             f"of one process group (this process is not one of them)")
-        rank = dist.get_rank()
+    R, rank = cfg.world_size, this_rank(cfg)        # one rank of train_distributed's process group when R > 1
     task = make_task(cfg)
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
@@ -731,47 +369,13 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     model = build_model(cfg, dtype).to(device)
     model.load_state_dict(state)
     ref_model = copy.deepcopy(model).requires_grad_(False)
-    dp = None
-    if R > 1:
-        from torch.nn.parallel import DistributedDataParallel as DDP
-        dp = DataParallel(rank, R, DDP(model))
-    local_cfgs: dict = {}
-
-    def local(c: ToyConfig) -> ToyConfig:   # this rank's share: prompts_per_step / R groups
-        if R == 1:
-            return c
-        if c not in local_cfgs:
-            local_cfgs[c] = replace(c, prompts_per_step=c.prompts_per_step // R, world_size=1)
-        return local_cfgs[c]
-    phases = cfg.phases()                   # the config, and the one in force from each change on
-    uses = {c.mismatch for c in phases}
-    # a separate sampler for each mismatch the run uses (a stale one needs the learner's past weights,
-    # kept from the first step on, so that a sampler falling behind mid-run is behind at once)
-    samplers = {m: copy.deepcopy(model).requires_grad_(False) for m in ("bf16", "stale") if m in uses}
-    if "bf16" in samplers:
-        samplers["bf16"] = samplers["bf16"].to(torch.bfloat16)
-    max_stale = max(c.stale_steps for c in phases if c.mismatch == "stale") if "stale" in uses else 0
-    snapshots = collections.deque([copy.deepcopy(state)], maxlen=max_stale + 1)
-
-    def after_opt_step():                   # a stale sampler reads weights stale_steps steps old
-        if "stale" in uses:
-            snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-
-    setups = {}                             # the loss of each phase, built once
-
-    def setup_for(c: ToyConfig) -> LossSetup:
-        if c not in setups:
-            setups[c] = loss_setup(c)
-        return setups[c]
+    dp = wrap(model, rank, R)                       # DDP on a rank; None in one process
+    local = functools.cache(lambda c: rank_share(c, R))   # this rank's share of a phase's config
+    samplers = Samplers(cfg.phases(), model, state)  # one per mismatch the run's phases use
+    setup_for = functools.cache(loss_setup)         # the loss of each phase, built once
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0,
                             fused=True if device.type == "cuda" else None)   # one kernel per step on a GPU
-    total_opt_steps = cfg.steps * cfg.epochs * cfg.minibatches
-    opt_steps = 0
-
-    def next_lr() -> float:
-        nonlocal opt_steps
-        opt_steps += 1
-        return lr_at(now_cfg, opt_steps - 1, total_opt_steps)
+    schedule = LrSchedule(cfg)
 
     torch.manual_seed(cfg.seed)
     # each rank draws its own prompts and samples (rank 0's are a single-process run's)
@@ -786,16 +390,11 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
     n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
     bar = progress_bar(n_steps, desc or str(cfg.loss), progress)
-    now_cfg = cfg
     for step in range(1, n_steps + 1):
         t_step = time.perf_counter()
         now_cfg = cfg.at(step)                                        # the knobs in force this step
-        # ---- 1. sample (plumbing: which weights the sampler has) ----------------------------
-        sampler = samplers.get(now_cfg.mismatch, model)
-        if now_cfg.mismatch == "stale":                               # stale_steps optimiser steps old
-            sampler.load_state_dict(snapshots[max(len(snapshots) - 1 - now_cfg.stale_steps, 0)])
-        elif now_cfg.mismatch == "bf16":
-            sampler.load_state_dict(model.state_dict())               # cast to bfloat16 on copy
+        # ---- 1. sample ------------------------------------------------------------------------
+        sampler = samplers.for_step(now_cfg, model)
         got = collect(local(now_cfg), sampler, train_prompts, gen, cpu_gen, flops_per_token)
         drawn += len(got.rewards) * R
         row = {"step": step, **sampling_metrics(gather_collected(got, dp), cfg.group_size), "samples/drawn": drawn}
@@ -803,10 +402,9 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
         # ---- 2. learn: pi_old, pi_ref, advantages, corrections; then the optimiser steps -----
         evaluating = step % cfg.eval_every == 0 or step == cfg.steps
         if got.batch is not None:                                     # else nothing to learn from
-            learned = learn(local(now_cfg), setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
-                            next_lr, after_opt_step,
-                            with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating, dp=dp)
-            row.update(learned)
+            row.update(learn(local(now_cfg), setup_for(now_cfg), model, ref_model, opt, got.batch, cpu_gen,
+                             lambda: schedule.next_lr(now_cfg), lambda: samplers.after_opt_step(model),
+                             with_ref=now_cfg.kl_coef > 0 or now_cfg.monitor_kl_ref or evaluating, dp=dp))
 
         # ---- 3. evaluate and record -------------------------------------------------------
         if evaluating:
@@ -831,14 +429,13 @@ def _train_rank(rank: int, world_size: int, cfg: ToyConfig) -> History | None:
 
 
 def train_distributed(cfg: ToyConfig, *, timeout_s: float = 1800.0) -> History:
-    """``train(cfg)`` on ``cfg.world_size`` gloo processes (``distributed.run_ranks``), DDP averaging the
+    """``train(cfg)`` on ``cfg.world_size`` gloo processes (``ranks.run_ranks``), DDP averaging the
     ranks' gradients: each rank samples prompts_per_step / world_size groups with its own seed, learns on
     them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. Returns
     rank 0's History: the sampling metrics are the whole batch's, the learning ones the mean over ranks
     (``reduce_over_ranks``), the held-out accuracy that of the common weights; times, token counts and
     FLOPs are rank 0's own. Called from a script, it must run under ``if __name__ == "__main__":`` (the
     ranks start from a fork server that re-imports the main module)."""
-    from ..distributed import run_ranks
     if cfg.world_size < 2:
         raise ValueError(f"world_size must be >= 2 for train_distributed (1: call train), got {cfg.world_size}")
     return run_ranks(_train_rank, cfg.world_size, cfg, timeout_s=timeout_s)[0]

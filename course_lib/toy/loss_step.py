@@ -1,0 +1,210 @@
+"""Step 2 of an RL step, what one minibatch's loss is made of: the config's loss and knobs
+(``loss_setup``), the constants fixed once per batch (``targets``: advantages, pi_old, pi_ref, the
+TIS/MIS weight, and their monitors) and the loss itself (``policy_loss``: the policy loss, the KL term,
+the entropy bonus). Every formula comes from course_lib's kernels; ``trainer.update`` runs the steps.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from .. import advantages, corrections, kl, losses
+from ..aggregation import aggregate
+from ..masking import masked_mean
+from .config import ToyConfig
+from .device import stop_check_every
+from .policy import TinyGPT, compute_precision, response_logits, sample, token_logp
+from .rollout import Batch, shaped_rewards
+from .task import make_task
+from .tokens import EOS
+
+
+KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
+
+
+# advantage estimators: rewards [B], G, std scaling, mask [B, T] -> adv [B] or [B, T]; only GRPO and
+# pass@k read the std scaling. ReMax also needs a greedy answer per prompt: ``remax_baseline``.
+ADV_ESTIMATORS = {
+    "grpo": lambda r, G, scale, mask: advantages.group_advantages(r, G, scale=scale),
+    "rloo": lambda r, G, scale, mask: advantages.rloo_advantages(r, G),
+    "reinforce_pp": lambda r, G, scale, mask: advantages.reinforce_pp_advantages(
+        advantages.last_token_rewards(r, mask), mask),                                  # [B, T]
+    "reinforce_pp_baseline": lambda r, G, scale, mask: advantages.reinforce_pp_baseline_advantages(
+        r, mask, G),                                                                    # [B, T]
+    "opo": lambda r, G, scale, mask: advantages.opo_advantages(r, G, mask.sum(dim=-1)),
+    "passk": lambda r, G, scale, mask: advantages.passk_advantages(r, G, scale=scale),
+    "gpg": lambda r, G, scale, mask: advantages.gpg_advantages(r, G),
+}
+
+
+@dataclass
+class LossSetup:
+    fn: Callable            # the loss function, signature of losses.py
+    knobs: dict             # the config's knobs it accepts (None knobs left at the loss's default)
+    agg: str                # the aggregation mode in use (the KL term uses it too)
+    std_scaling: bool       # whether the GRPO advantage divides by the group std
+
+
+def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
+    """The config's loss knobs that ``loss_fn``'s signature accepts, and the aggregation mode in use.
+
+    A knob left at None is not passed (the loss keeps its default). A knob the config sets but the
+    loss does not accept is an error, not silently ignored.
+    """
+    params = inspect.signature(loss_fn).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    knobs = {}
+    for name in KNOB_FIELDS:
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        if name not in params and not takes_any:
+            raise ValueError(f"config sets {name}={value!r}, but the loss {cfg.loss!r} has no such "
+                             f"keyword (it takes {[p for p in params if p not in ('logp', 'old_logp', 'adv', 'mask')]})")
+        knobs[name] = value
+    if "max_len" in params or takes_any:
+        knobs["max_len"] = cfg.max_new_tokens
+    default_agg = params["agg"].default if "agg" in params else "token-mean"
+    if default_agg is inspect.Parameter.empty:
+        default_agg = "token-mean"
+    return knobs, knobs.get("agg", default_agg)
+
+
+def loss_setup(cfg: ToyConfig) -> LossSetup:
+    """The loss of the config with its knobs; defaults the config leaves open come from the loss."""
+    fn = losses.resolve_loss(cfg.loss)
+    knobs, agg = loss_knobs(fn, cfg)
+    std_scaling = getattr(fn, "std_scaling", True) if cfg.std_scaling is None else cfg.std_scaling
+    return LossSetup(fn, knobs, agg, std_scaling)
+
+
+@dataclass
+class Targets:
+    """The constants of the loss, fixed once per batch before the update."""
+    adv: Tensor                 # [B], or [B, T] for the token-level estimators (REINFORCE++, ReMax)
+    old_logp: Tensor            # [B, T] pi_old: the learner's recompute or the sampler's log-probs
+    ref_logp: Tensor | None     # [B, T] the reference (warm-start) policy; None when not computed
+    is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
+
+
+def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float,
+                 precision: str = "fp32"):
+    """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]
+    (the forward in ``precision``, the log-softmax of float32 logits)."""
+    with compute_precision(precision, prompts.device):
+        logits = response_logits(model, prompts, responses)
+    return token_logp(logits, responses, temperature)
+
+
+def reuses_loss_forward(cfg: ToyConfig) -> bool:
+    """Whether pi_old is the loss forward's own log-probs, detached: one optimiser step per batch
+    and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
+    the same numbers (TRL skips it there too)."""
+    return (cfg.old_logp_forward == "auto" and cfg.epochs * cfg.minibatches == 1
+            and cfg.old_logp_source == "learner" and cfg.micro_batches == 1 and cfg.world_size == 1)
+
+
+@torch.no_grad()
+def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
+    """ReMax's baseline: the shaped reward of the learner's greedy answer to each group's prompt,
+    repeated over the group [B]. The learner decodes it (verl's rollout engine does; the toy's
+    sampler is the learner unless a mismatch is faked)."""
+    prompts = batch.prompts[::cfg.group_size]                                  # [P, Lp]
+    with compute_precision(cfg.precision, prompts.device):
+        roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
+                      stop_check_every=stop_check_every(prompts.device))
+    verifiers = make_task(cfg).verifiers
+    passed = verifiers[cfg.verifier](prompts, roll.responses)
+    formatted = verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
+    shaped = shaped_rewards(cfg, passed, roll.mask.sum(dim=1), formatted)      # [P]
+    return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
+
+
+def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor) -> Tensor:
+    """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax."""
+    if cfg.adv_estimator == "remax":
+        baseline = remax_baseline(cfg, model, batch).to(rewards.dtype)          # [B]
+        return advantages.remax_advantages(advantages.last_token_rewards(rewards, batch.mask),
+                                           baseline, batch.mask)              # [B, T]
+    if cfg.std_scope == "batch" and setup.std_scaling:                        # grpo only (config)
+        return advantages.batch_std_advantages(rewards, cfg.group_size)
+    return ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, batch.mask)
+
+
+@torch.no_grad()
+def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
+            with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None) -> tuple[Targets, dict]:
+    """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
+
+    ``learner``: the learner's (logp, logp_all) of the batch, detached, when its loss forward has
+    computed them already; else a forward without gradient computes them. ``with_ref``: run the
+    reference forward (for the KL term and the ``kl/ref`` monitor)."""
+    mask = batch.mask
+    recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
+                                                   cfg.precision)
+    rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
+    adv = advantages_of(cfg, setup, model, batch, rewards)                     # [B] or [B, T]
+    adv_tok = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv          # [B, T]
+    ref_logp = ref_all = None
+    if with_ref:
+        ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature,
+                                         cfg.precision)
+    old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
+    is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
+                                               cfg.correction_cap, cfg.correction_level)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [B, T]
+    if cfg.temperature == 1.0:
+        entropy_t1 = entropy
+    else:                                   # logp_all * T = logits - const: the policy at T = 1
+        logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
+        entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
+    gap = (recomputed - batch.rollout_logp).abs()                                 # [B, T]
+    nan = torch.full_like(gap, float("nan"))
+    metrics = {             # every row has a valid token (its EOS or its last), so no mean is empty
+        "entropy/mean": masked_mean(entropy, mask),
+        "entropy/t1": masked_mean(entropy_t1, mask),
+        "mismatch/abs_logratio_p99": torch.nanquantile(torch.where(mask, gap, nan).float().reshape(-1), 0.99),
+        "mismatch/abs_logratio_max": torch.where(mask, gap, torch.full_like(gap, -float("inf"))).max(),
+        "is/weight_mean": 1.0 if is_weight is None else masked_mean(is_weight, mask),
+        "is/zero_frac": 0.0 if is_weight is None else masked_mean((is_weight == 0).float(), mask),
+        "adv/pos_token_frac": masked_mean((adv_tok > 0).float(), mask),
+    }
+    if with_ref:
+        metrics["kl/ref"] = masked_mean(kl.categorical_kl(logp_all, ref_all), mask)
+    return Targets(adv, old_logp, ref_logp, is_weight), metrics
+
+
+def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
+    """The tokens the loss reads on the responses ``rows`` [b, T]: their mask, without the responses
+    that never ended (no EOS) when ``mask_truncated``."""
+    m = batch.mask[rows]
+    if cfg.mask_truncated:
+        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
+    return m
+
+
+def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
+                rows: Tensor, logp_all: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
+    """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T] (and, for
+    the entropy bonus, ``logp_all`` [b, T, V]): (total, policy part, KL part or None, loss stats).
+
+    With ``mask_truncated`` a response without an EOS is out of the loss mask (every term)."""
+    m = loss_mask(cfg, batch, rows)
+    extra = {} if tg.is_weight is None else {"is_weight": tg.is_weight[rows]}
+    pg_loss, stats = setup.fn(logp, tg.old_logp[rows], tg.adv[rows], m, **setup.knobs, **extra)
+    total, kl_term = pg_loss, None
+    if cfg.entropy_coef:
+        if logp_all is None:
+            raise ValueError("entropy_coef is set: policy_loss needs the learner's logp_all [b, T, V]")
+        entropy = -(logp_all.exp() * logp_all).sum(-1)                            # [b, T]
+        stats = {**stats, "loss/entropy_bonus": aggregate(entropy, m, setup.agg, cfg.max_new_tokens)}
+        total = total - cfg.entropy_coef * stats["loss/entropy_bonus"]
+    if cfg.kl_coef:
+        kl_term = aggregate(kl.kl_estimate(logp, tg.ref_logp[rows], m, cfg.kl_estimator), m, setup.agg,
+                            cfg.max_new_tokens)            # max_len: read by the -norm mode only
+        total = total + cfg.kl_coef * kl_term
+    return total, pg_loss, kl_term, stats

@@ -1,0 +1,29 @@
+"""The policy a config trains (its task's vocabulary and context) and its greedy accuracy on prompts."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from .config import ToyConfig
+from .device import stop_check_every
+from .policy import TinyGPT, compute_precision, sample
+from .task import correctness, make_task
+
+
+def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:
+    """The policy for the config's task: its vocabulary, its prompt plus the generation budget."""
+    task = make_task(cfg)
+    return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
+                   dtype=dtype, vocab_size=task.vocab_size)
+
+
+@torch.no_grad()
+def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32",
+                     verifier: Callable[[Tensor, Tensor], Tensor] | None = None) -> float:
+    """Greedy-decoding accuracy on the given prompts, by ``verifier`` (default: the addition task's
+    exact check)."""
+    with compute_precision(precision, prompts.device):
+        roll = sample(model, prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
+    return float((verifier or correctness)(prompts, roll.responses).mean())
