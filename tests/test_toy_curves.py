@@ -173,3 +173,19 @@ def test_factor_effects_pair_runs_that_differ_in_one_factor_alone():
     assert eff["clip"]["diffs"] == pytest.approx([0, 0.01, 0, 0, 0.01, 0]) and not eff["clip"]["consistent"]
     with pytest.raises(ValueError, match="factor 'lr' must take two values"):
         factor_effects(runs, "acc/heldout", {**levels, "x": {"lr": 3, "clip": 0.1}})
+
+
+def test_the_helpers_chapters_07_and_08_call_instead_of_defining_their_own():
+    from course_lib.toy import diagnosis, experiments
+    h = run(range(2, 21, 2))                                       # logged every 2nd step
+    assert curves.values_from(h, "entropy/mean", 16) == [16.0, 18.0, 20.0]       # from step 16 on
+    assert curves.mean([1.0, 2.0, 6.0]) == 3.0
+    by = {"grpo": {"values": [0.5, 0.6], "gap": 0.0, "range": 0.1},
+          "x": {"values": [0.7, 0.8], "gap": 0.2, "range": 0.05}}
+    assert curves.against_named(by, ["x"], "grpo") == "x (0.700 / 0.800, gap +0.200, 2.0 x the larger seed range)"
+    assert curves.against_named(by, [], "grpo") == "none"
+    rows = [{"T": 0.7, "G": 4, "measured": 0.2, "measured_se": 0.03},
+            {"T": 1.3, "G": 4, "measured": 0.3, "measured_se": 0.04}]
+    assert experiments.zero_signal_rise(rows, 4) == pytest.approx(0.1 / 0.05)      # 2 standard errors
+    assert diagnosis.lag_cell([4, None, 12]) == "4/-/12"
+    assert diagnosis.framework_names("no/such_monitor", "verl") == "—"

@@ -166,6 +166,16 @@ def per_seed(values, fmt: str = ".3f") -> str:
     return " / ".join("-" if v is None else "nan" if math.isnan(v) else format(v, fmt) for v in values)
 
 
+def mean(xs) -> float:
+    """The plain mean of a few numbers (one per seed or per arm)."""
+    return sum(xs) / len(xs)
+
+
+def values_from(h, key: str, step: int) -> list:
+    """The logged values of ``key`` at steps >= ``step`` (a History or diagnosis.Curves)."""
+    return [x for s, x in zip(*h.series(key)) if s >= step]
+
+
 def seed_values(runs: dict, key: str, *, last_n: int = 20) -> dict:
     """{label: [value per seed]}: last held-out accuracy, or the mean of the last ``last_n`` steps."""
     return {label: [h.last(key) if key == "acc/heldout" else window_mean(h, key, last=last_n) for h in hists]
@@ -212,6 +222,14 @@ def against_values(vals: dict, reference: str) -> list[dict]:
         rows.append({"label": label, "values": v, "mean": mean, "range": spread, "gap": gap,
                      "differs": differs})
     return sorted(rows, key=lambda r: -r["mean"])
+
+
+def against_named(by: dict, labels, reference: str) -> str:
+    """Arms of ``against`` (``by``: label -> row) in words: 'label (values per seed, gap +0.012, 1.3 x the
+    larger seed range)', the range being the larger of the arm's and the reference's; 'none' if none."""
+    return ", ".join(f"{k} ({per_seed(by[k]['values'])}, gap {by[k]['gap']:+.3f}, "
+                     f"{abs(by[k]['gap']) / max(by[k]['range'], by[reference]['range']):.1f} x the larger seed range)"
+                     for k in labels) or "none"
 
 
 def against_table(rows: list[dict], reference: str, fmt: str = ".3f") -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from .. import frameworks
 from .experiments import Comparison
 
 # every run of the chapter and of the exercise: 32 prompts x 8 responses a step, 240 steps (about 40 s
@@ -377,3 +378,16 @@ def before_in_every_seed(lag: dict, a: str, b: str) -> bool:
     """Whether monitor ``a`` departs strictly before ``b`` in every seed (``b`` never departing counts
     as later)."""
     return all(x is not None and (y is None or x < y) for x, y in zip(lag[a], lag[b]))
+
+
+def lag_cell(lags) -> str:
+    """One failure's departure lags per seed as '4/6/-' ('-': the monitor never left the healthy run)."""
+    return "/".join("-" if x is None else str(x) for x in lags)
+
+
+def framework_names(key: str, framework: str) -> str:
+    """The names ``framework`` ("verl", "TRL") logs a course monitor under, for a Markdown table cell
+    ('—' where it logs none)."""
+    m = frameworks.monitor_of(key)
+    found = m.settings()[framework] if m else ()
+    return "<br>".join(f"`{n}`" for n in found) or "—"

@@ -4,6 +4,7 @@ runs them longer, over several seeds, and stores small JSON result files.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from ..losses import available_losses, framework_losses
@@ -307,6 +308,14 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
                          "predicted": float(predicted), "one_rate": float(one_rate)})
         status.step(f"(T {temp:g})")
     return rows
+
+
+def zero_signal_rise(rows: list[dict], G: int, *, low: float = 0.7, high: float = 1.3) -> float:
+    """How many standard errors the measured zero-signal share rises from T = ``low`` to T = ``high`` at
+    group size ``G`` (``rows``: ``zero_signal_share``'s)."""
+    by = {(r["T"], r["G"]): r for r in rows}
+    a, b = by[low, G], by[high, G]
+    return (b["measured"] - a["measured"]) / math.hypot(b["measured_se"], a["measured_se"])
 
 
 def precomputed(name: str, data_dir="data") -> dict:
