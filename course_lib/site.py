@@ -73,6 +73,7 @@ def export(notebook: Path, out: Path) -> Path:
     cfg.HTMLExporter.widget_renderer_url = WIDGETS_JS
     cfg.HTMLExporter.require_js_url = REQUIRE_JS
     cfg.HTMLExporter.mathjax_url = MATHJAX_JS
+    cfg.TagRemovePreprocessor.remove_input_tags = {"remove-input"}   # a verdict's source: its text shows once
     body, _ = HTMLExporter(config=cfg).from_filename(str(notebook))
     target = out / (notebook.stem + ".html")
     target.write_text(make_static(body), encoding="utf-8")
