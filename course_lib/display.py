@@ -82,3 +82,8 @@ def chapter_index(notebooks_dir) -> list[tuple[str, str]]:
         heading = next((line.lstrip("# ").strip() for line in src if line.startswith("#")), path.stem)
         out.append((path.name, heading))
     return out
+
+
+def joined(values: Sequence, spec: str) -> str:
+    """Numbers formatted alike and joined by commas: joined([0.25, 0.5], ".0%") -> "25%, 50%"."""
+    return ", ".join(format(v, spec) for v in values)

@@ -126,7 +126,9 @@ def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = N
     ``head_dtype`` sets the LM head's precision on its own (default: the body's); "fp32" with a "bf16"
     body is the remedy of an fp32 LM head for the train/inference mismatch (chapter 12, section 2)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()                # a chapter's stored output holds no progress bar
     _choice("dtype", dtype, tuple(DTYPES))
     _choice("head_dtype", head_dtype, (None, *DTYPES))
     _choice("device", device, DEVICES)

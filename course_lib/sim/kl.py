@@ -100,16 +100,24 @@ def sampled_kl(V: int = 1000, drift: float = 0.3, n: int = 100_000, seed: int = 
 # --------------------------------------------------------------------------------------------
 
 def expected_loss_gradients(V: int = 50, drift: float = 0.3, seed: int = 0) -> dict[str, Tensor]:
-    """Gradients [V] with respect to the policy's logits, in float64, summed exactly over all V tokens.
+    """Gradients [V] with respect to the policy's logits, in float64, summed exactly over all V tokens,
+    for the seed's drifted pair (``estimator_gradients`` on one position)."""
+    p, p_ref = drifted_pair(V, drift, seed, torch.float64)
+    ref_logp = (p_ref / p_ref.sum()).log()                                  # renormalised in float64
+    return {k: g[0] for k, g in estimator_gradients(p.log()[None], ref_logp[None]).items()}
+
+
+def estimator_gradients(logits: Tensor, ref_logp: Tensor) -> dict[str, Tensor]:
+    """Expected gradients [N, V] with respect to the policy's logits [N, V] at N positions, summed
+    exactly over the vocabulary (no sampling); ``ref_logp`` [N, V] is pi_ref's log-softmax.
 
     "k1" / "k2" / "k3": E_{x~pi}[grad k(x)], the estimator differentiated with the token x held fixed
     (what a per-token KL loss does); "k1 in reward": E_{x~pi}[k1(x) grad log pi(x)], k1 detached and
     used as a (negative) reward through the score function; "reverse": grad KL(pi || pi_ref);
-    "forward": grad KL(pi_ref || pi).
+    "forward": grad KL(pi_ref || pi). Chapter 04 applies it to one synthetic position, chapter 12 to
+    real ones.
     """
-    p, p_ref = drifted_pair(V, drift, seed, torch.float64)
-    theta = p.log().requires_grad_(True)                                    # logits of pi [V]
-    ref_logp = (p_ref / p_ref.sum()).log()                                  # renormalised in float64
+    theta = logits.detach().clone().requires_grad_(True)                     # [N, V]
 
     def grad(f):
         (g,) = torch.autograd.grad(f(theta.log_softmax(-1)), theta)
@@ -117,11 +125,10 @@ def expected_loss_gradients(V: int = 50, drift: float = 0.3, seed: int = 0) -> d
 
     out = {}
     for kind in KINDS:                                                      # token x: weight pi(x), not differentiated
-        out[kind] = grad(lambda logp: (logp.exp().detach() *
-                                       kl_lib.kl_estimate(logp[None], ref_logp[None], kind=kind)[0]).sum())
+        out[kind] = grad(lambda logp: (logp.exp().detach() * kl_lib.kl_estimate(logp, ref_logp, kind=kind)).sum())
     out["k1 in reward"] = grad(lambda logp: (logp.exp().detach() * (logp - ref_logp).detach() * logp).sum())
-    out["reverse"] = grad(lambda logp: kl_lib.categorical_kl(logp, ref_logp))
-    out["forward"] = grad(lambda logp: kl_lib.categorical_kl(ref_logp, logp))
+    out["reverse"] = grad(lambda logp: kl_lib.categorical_kl(logp, ref_logp).sum())
+    out["forward"] = grad(lambda logp: kl_lib.categorical_kl(ref_logp, logp).sum())
     return out
 
 

@@ -12,6 +12,7 @@ each topic module holds its chapter's panels, which call ``course_lib.plots`` fo
     diagnosis    chapter 08: any monitor of any failure against the healthy run
     frameworks   chapter 09: each framework's normaliser
     split        chapter 10: micro-batches, ranks and the spread of lengths
+    real_model   chapter 12: a real model's reply coloured token by token
 
 Every name is importable from ``course_lib.widgets`` itself (``widgets.clip_panel()``).
 """
@@ -55,3 +56,4 @@ from .frameworks import (  # noqa: F401
     normaliser_panel,
 )
 from .split import split_panel  # noqa: F401,E402
+from .real_model import token_panel  # noqa: F401,E402

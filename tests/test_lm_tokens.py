@@ -1,0 +1,109 @@
+"""Chapter 12's measurements (course_lib.lm_tokens) against slow loops on small made-up tensors: the ratio
+table, one step's clip statistics and GSPO's sequence clip, the KL estimates, the verifier, the stored-run
+comparison. The real model itself is tested in test_lm.py; the chapter re-checks the stored seed 0 live."""
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_lib import lm_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _batch(seed=0, B=6, T=7):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, T + 1, (B,), generator=g)
+    mask = torch.arange(T)[None] < lengths[:, None]
+    old = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3
+    new = old + 0.3 * torch.randn(B, T, generator=g, dtype=torch.float64)
+    return old, new, mask
+
+
+def test_ratio_table_matches_a_loop_over_tokens_and_replies():
+    old, new, mask = _batch()
+    new[0, 0] = old[0, 0] + math.log(2.5)                   # one token beyond the TIS cap
+    t = lm_tokens.ratio_table(new, old, mask)
+    toks = [math.exp(new[b, i] - old[b, i]) for b in range(6) for i in range(7) if mask[b, i]]
+    assert t["n_tokens"] == len(toks) and t["max"] == pytest.approx(max(toks))
+    assert t["tok_beyond_tis_cap"] == pytest.approx(sum(r > 2 for r in toks) / len(toks))
+    assert t["tok_outside_10pct"] == pytest.approx(sum(r < 0.9 or r > 1 / 0.9 for r in toks) / len(toks))
+    prods, geos = [], []
+    for b in range(6):
+        logs = [float(new[b, i] - old[b, i]) for i in range(7) if mask[b, i]]
+        prods.append(math.exp(sum(logs)))
+        geos.append(math.exp(sum(logs) / len(logs)))
+    assert t["seq_prod_max"] == pytest.approx(max(prods)) and t["seq_geo_min"] == pytest.approx(min(geos))
+    assert t["seq_outside_mis"] == pytest.approx(sum(p < 0.5 or p > 2 for p in prods) / 6)
+    assert t["seq_geo_outside_rs"] == pytest.approx(sum(g < 0.999 or g > 1.001 for g in geos) / 6)
+
+
+def test_step_report_counts_binding_clips_and_gspo_replies_like_a_loop():
+    old, new, mask = _batch(1)
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5, 0.0, 1.0], dtype=torch.float64)
+    # replies whose sequence ratio sits between GSPO's two bounds: a swapped low/high range shows here
+    for b, s in ((0, 1 + 3.5e-4), (1, 1 - 2e-4), (2, 1 + 4.5e-4), (3, 1 - 5e-4)):
+        new[b] = torch.where(mask[b], old[b] + math.log(s), new[b])
+    texts = [[f"t{b}{i}" for i in range(7)] for b in range(6)]
+    r = lm_tokens.step_report(old, new, adv, mask, texts)
+    n = int(mask.sum())
+    for eps_high, key in ((0.2, "clip_frac_0.2"), (0.28, "clip_frac_0.28")):
+        binds = sum(1 for b in range(6) for i in range(7) if mask[b, i] and (
+            (adv[b] > 0 and math.exp(new[b, i] - old[b, i]) > 1 + eps_high) or
+            (adv[b] < 0 and math.exp(new[b, i] - old[b, i]) < 0.8)))
+        assert r[key] == pytest.approx(binds / n), key
+    live, clipped = 0, 0
+    for b in range(6):
+        logs = [float(new[b, i] - old[b, i]) for i in range(7) if mask[b, i]]
+        s = math.exp(sum(logs) / len(logs))
+        if adv[b] != 0:
+            live += 1
+            clipped += (adv[b] > 0 and s > 1 + 4e-4) or (adv[b] < 0 and s < 1 - 3e-4)
+    assert r["gspo_seq_clip_frac"] == pytest.approx(clipped / live)
+    outside = [texts[b][i] for b in range(6) for i in range(7)
+               if mask[b, i] and not 0.8 <= math.exp(new[b, i] - old[b, i]) <= 1.28]
+    assert r["top_outside_tokens"] == Counter(outside).most_common(8)
+
+
+def test_kl_estimates_match_the_formulas_and_their_spread():
+    old, new, mask = _batch(2)
+    exact = torch.rand(6, 7, dtype=torch.float64)
+    r = lm_tokens.kl_estimates(new, old, exact, mask)
+    lr = [float(old[b, i] - new[b, i]) for b in range(6) for i in range(7) if mask[b, i]]   # log(ref / pi)
+    forms = {"k1": lambda x: -x, "k2": lambda x: 0.5 * x * x, "k3": lambda x: math.exp(x) - 1 - x}
+    for k, f in forms.items():
+        vals = [f(x) for x in lr]
+        mean = sum(vals) / len(vals)
+        std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+        assert r[k]["mean_tok"] == pytest.approx(mean, rel=1e-9) and r[k]["std_tok"] == pytest.approx(std, rel=1e-9)
+    assert r["exact_tok"] == pytest.approx(float(exact[mask].mean()))
+
+
+def test_the_verifier_reads_the_last_integer_and_groups_are_contiguous():
+    assert lm_tokens.last_integer("3 + 4 = 7. Answer: 7") == 7
+    assert lm_tokens.last_integer("no number") is None
+    assert lm_tokens.last_integer("it is -2") == -2
+    q = lm_tokens.Questions(["What is 3 + 4?", "What is 1 + 1?"], [7, 2], 2)
+    assert q.rewards(["7", "Answer: 8", "2", "2 apples, so 3"]).tolist() == [1.0, 0.0, 1.0, 0.0]
+    a, b = lm_tokens.addition_questions(5, 4, seed=3), lm_tokens.addition_questions(5, 4, seed=3)
+    assert a == b and all(0 <= x <= 18 for x in a.answers)
+
+
+def test_stored_gaps_compare_every_shared_number():
+    live = {"a": 1.0, "b": {"c": 2.0, "d": "x"}, "e": 3}
+    stored = {"a": 1.5, "b": {"c": 2.0, "d": "y"}}
+    assert lm_tokens.stored_gaps(live, stored) == {"a": 0.5, "b/c": 0.0}
+
+
+def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine():
+    data = json.loads((ROOT / "notebooks/data/real_lm_tokens.json").read_text())
+    assert sorted(data["seeds"], key=int)[:3] == ["0", "1", "2"]
+    assert data["meta"]["model"]["parameters"] == 134_515_008 and data["meta"]["environment"]["cpu"]
+    for s in data["seeds"].values():
+        assert s["size"] == lm_tokens.SIZE and s["wall_s"] > 0
+        assert set(s["step"]) == {f"{lr:g}" for lr in lm_tokens.LRS}
+        fresh = s["kl"]["fresh"]
+        assert fresh["exact_tok"] > 0 and all(fresh[k]["se_tok"] > 0 for k in ("k1", "k2", "k3"))
