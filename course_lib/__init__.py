@@ -14,8 +14,11 @@ Modules, by concept (dependencies point down the list):
                    per-token gradient coefficient c(r, A) by autograd
 - ``split``        every aggregation under micro-batches and data-parallel ranks: the exact per-piece
                    normaliser, the naive ones, group and batch statistics under a split
-- ``distributed``  the split run on torch.distributed (gloo CPU processes), DDP averaging gradients
+- ``ranks``        the gloo process launcher (several CPU processes, one torch.distributed group)
 - ``toy``          the toy policy-training chapter (task, policy, config, trainer, experiments)
+- ``distributed``  the split run on torch.distributed (gloo CPU processes), DDP averaging gradients
+- ``lm``           the real model (SmolLM2-135M-Instruct, offline): load, chat prompts, sampling, scoring
+- ``lm_tokens``    chapter 12's measurements on the real model's replies
 - ``metrics``      the glossary: every metric key the trainer logs, defined once
 - ``judge``        the exercise judge behind ``python judge.py`` and the in-notebook ``check``
 - ``display``, ``plots``, ``widgets``  presentation only; no algorithm code imports them
