@@ -169,7 +169,7 @@ $(PEERS_STAMP): tests/peers-requirements.txt pyproject.toml
 peers-venv: $(PEERS_STAMP)
 
 peers: $(PEERS_STAMP)
-	PEERS_RECORD_DIR=notebooks/data $(PEERS_PY) -m pytest -q tests/peers
+	HF_HUB_OFFLINE=1 PEERS_RECORD_DIR=notebooks/data $(PEERS_PY) -m pytest -q tests/peers
 
 # Each chapter's wall time and peak memory under the nbval check, written into the README's table.
 costs: $(STAMP) $(MODEL)
