@@ -351,20 +351,6 @@ def measure(model: ChatLM, seed: int, models: dict[str, ChatLM], *, lrs=LRS, kl_
     return {"seed": seed, "size": dict(SIZE), **summary(batch, precision, steps, kl, entropy)}
 
 
-def stored_gaps(live: dict, stored: dict, prefix: str = "") -> dict[str, float]:
-    """|live - stored| for every number the two summaries share (nested keys joined by '/')."""
-    out = {}
-    for k, v in live.items():
-        if k not in stored:
-            continue
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(stored_gaps(v, stored[k], key + "/"))
-        elif isinstance(v, (int, float)) and isinstance(stored[k], (int, float)):
-            out[key] = abs(float(v) - float(stored[k]))
-    return out
-
-
 def across_seeds(stored: dict, *path: str) -> list:
     """One stored number for every seed, in seed order: across_seeds(data, "kl", "fresh", "exact_tok")."""
     out = []

@@ -1,6 +1,6 @@
 """Chapter 12's measurements (course_lib.lm_tokens) against slow loops on small made-up tensors: the ratio
-table, one step's clip statistics and GSPO's sequence clip, the KL estimates, the verifier, the stored-run
-comparison. The real model itself is tested in test_lm.py; the chapter re-checks the stored seed 0 live."""
+table, one step's clip statistics and GSPO's sequence clip, the KL estimates, the verifier, the
+token panel. The real model itself is tested in test_lm.py; the chapter re-checks the stored seed 0 live."""
 import json
 import math
 from collections import Counter
@@ -90,12 +90,6 @@ def test_the_verifier_reads_the_last_integer_and_groups_are_contiguous():
     assert q.rewards(["7", "Answer: 8", "2", "2 apples, so 3"]).tolist() == [1.0, 0.0, 1.0, 0.0]
     a, b = lm_tokens.addition_questions(5, 4, seed=3), lm_tokens.addition_questions(5, 4, seed=3)
     assert a == b and all(0 <= x <= 18 for x in a.answers)
-
-
-def test_stored_gaps_compare_every_shared_number():
-    live = {"a": 1.0, "b": {"c": 2.0, "d": "x"}, "e": 3}
-    stored = {"a": 1.5, "b": {"c": 2.0, "d": "y"}}
-    assert lm_tokens.stored_gaps(live, stored) == {"a": 0.5, "b/c": 0.0}
 
 
 def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine():
