@@ -16,6 +16,7 @@ from course_lib.judge.registry import EXERCISES, ROOT
 
 EX = EXERCISES["ex18_chat_logprobs"]
 FP32_TOL = 2e-4          # two float32 forwards of one sequence agree to about 2e-5 (real_lm.md, test_lm)
+FLOAT_PATH_TOL = 2e-3    # the same forward on two float paths (AVX2 against ATen's default kernels): 3e-4
 
 
 def _load(path, name):
@@ -168,7 +169,9 @@ def test_the_stored_pool_is_a_fresh_build_and_its_name_follows_the_recipe(pool, 
     for key in ("ids", "mask", "prompt_len", "comp_len"):
         assert torch.equal(stored[key], fresh[key]), key
         assert torch.equal(pool[key], fresh[key]), key
-    assert (stored["logits"] - fresh["logits"]).abs().max() < 1e-4
+    # The pool may come from another float path than this run's: `make test` builds it with AVX2 kernels and
+    # `make test-portable` reads it with ATen's plain ones (3e-4 apart on logits up to 42, measured here).
+    assert (stored["logits"] - fresh["logits"]).abs().max() < FLOAT_PATH_TOL
     monkeypatch.setattr(CHECKS, "SAMPLE_SEED", CHECKS.SAMPLE_SEED + 1)
     assert CHECKS.pool_file() != path
 
