@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,3 +56,25 @@ def test_no_notebook_binds_a_new_lambda_to_a_name():
 def test_the_reader_finds_each_kind_of_definition():
     src = "%matplotlib inline\ndef f():\n    pass\nclass C:\n    pass\ng = lambda x: x\nh = max\n"
     assert definitions(src) == [("def", "f"), ("class", "C"), ("lambda", "g")]
+
+
+def test_test_markers_are_cell_tags_not_source_the_reader_reads():
+    """nbval reads its markers from cell tags as well as from comments; in a tag the reader never sees them."""
+    found = [(p.stem, i) for p in NOTEBOOKS for i, c in enumerate(json.loads(p.read_text(encoding="utf-8"))["cells"])
+             if c["cell_type"] == "code" and "NBVAL_" in "".join(c["source"]).upper()]
+    assert not found, f"use the cell tag (nbval-ignore-output, nbval-skip, ...) instead: {found}"
+
+
+def test_no_cell_has_an_invalid_escape():
+    """'\\s' in a plain string (LaTeX in an f-string that is not raw) warns in the reader's notebook."""
+    for p in NOTEBOOKS:
+        for i, c in enumerate(json.loads(p.read_text(encoding="utf-8"))["cells"]):
+            if c["cell_type"] == "code":
+                code = "\n".join(line for line in "".join(c["source"]).splitlines()
+                                 if not line.lstrip().startswith(("%", "!")))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    try:
+                        ast.parse(code)
+                    except (SyntaxError, DeprecationWarning, SyntaxWarning) as err:
+                        raise AssertionError(f"{p.stem} cell {i}: {err}") from None
