@@ -120,7 +120,7 @@ def _score_line(res: dict) -> str:
     if status == "timeout":
         return f"Score: {n}/{total}. Stopped: time limit exceeded."
     if status == "environment":
-        return "Not graded: the judge needs the course's Python (see above)."
+        return "Not graded: the course's environment is not complete (see above)."
     if status in ("error", "crashed", "internal_error"):
         return f"Score: {n}/{total}." if total else "Score: 0."
     return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "

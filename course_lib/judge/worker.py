@@ -16,6 +16,7 @@ def main(argv: list[str]) -> int:
     jobs = json.loads(jobs_path.read_text())["jobs"]
     import torch  # noqa: F401  (imported once, before any time budget starts)
 
+    from ..lm import ModelNotBuilt
     from .grading import ExerciseKit, grade_file
     from .registry import get_exercise
 
@@ -28,6 +29,10 @@ def main(argv: list[str]) -> int:
                 kits[ex.id] = ExerciseKit(ex)
             res = grade_file(kits[ex.id], Path(job["file"]), float(job["time_limit"]),
                              bool(job.get("sample", False)))
+        except ModelNotBuilt as exc:                    # the setup is incomplete: say what builds it
+            res = {"exercise": job["exercise"], "file": job["file"], "status": "environment",
+                   "cases": [], "passed": 0, "total": 0, "hints": [], "output": "",
+                   "sample": bool(job.get("sample", False)), "error": str(exc)}
         except BaseException as exc:                    # a bug of ours, never the reader's
             res = {"exercise": job["exercise"], "file": job["file"], "status": "internal_error",
                    "cases": [], "passed": 0, "total": 0, "hints": [], "output": "",
