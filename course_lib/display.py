@@ -42,12 +42,49 @@ def source_lines(fn: Callable, start: str | None = None, end: str | None = None)
     return "\n".join(lines[i:j])
 
 
-def show_diff(parent: Callable, child: Callable) -> None:
-    """Display a unified diff between two functions' sources: a variant as a small diff."""
+# The notebook's code font, size and line spacing: JupyterLab's theme variables (the offline pages carry
+# them too), with the light theme's values where neither applies.
+CODE_STYLE = ("font-family: var(--jp-code-font-family, menlo, consolas, 'DejaVu Sans Mono', monospace); "
+              "font-size: var(--jp-code-font-size, 13px); line-height: var(--jp-code-line-height, 1.3077)")
+
+
+class Diff:
+    """A unified diff that shows itself in the code font, coloured as Pygments' diff lexer colours it
+    in Jupyter (additions green, deletions red, hunk headers purple). The colours are written on each
+    line (inline styles), so they need no stylesheet: JupyterLab, the offline pages and any other
+    viewer show the same. As plain text it is the diff itself."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import DiffLexer
+        lines = highlight(self.text, DiffLexer(), HtmlFormatter(noclasses=True, nowrap=True)).rstrip("\n")
+        return (f'<pre class="course-diff" style="{CODE_STYLE}; margin: 0; padding: 0; '
+                f'background: none; overflow-x: auto">{lines}</pre>')
+
+
+def diff_text(parent: Callable, child: Callable) -> str:
+    """The unified diff from ``parent``'s source to ``child``'s (two lines of context)."""
     a = inspect.getsource(parent).splitlines()
     b = inspect.getsource(child).splitlines()
-    diff = difflib.unified_diff(a, b, parent.__name__, child.__name__, lineterm="", n=2)
-    _show("\n".join(diff), language="diff")
+    return "\n".join(difflib.unified_diff(a, b, parent.__name__, child.__name__, lineterm="", n=2))
+
+
+def show_diff(parent: Callable, child: Callable) -> None:
+    """Display a unified diff between two functions' sources: a variant as a small diff."""
+    diff = Diff(diff_text(parent, child))
+    try:
+        from IPython.display import display
+    except ImportError:                                  # plain Python: print it
+        print(diff)
+        return
+    display(diff)
 
 
 ROUNDING = 1e-12    # below this a float64 result is rounding noise: its digits differ from CPU to CPU

@@ -9,11 +9,12 @@ anything), so plots, LaTeX and the sliders' saved state render from file:// with
 from __future__ import annotations
 
 import html
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from .display import chapter_index
 
 ROOT = Path(__file__).resolve().parents[1]
 NPM_PACKAGES = ("@jupyter-widgets/html-manager@1.0.15", "requirejs@2.3.7", "mathjax@2.7.7")
@@ -57,16 +58,26 @@ for (const type of ["keydown", "keyup", "keypress", "pointerdown", "mousedown", 
 </script>"""
 
 
+# JupyterLab sets widgets in its UI font; the widget renderer these pages load names no font, so slider
+# labels, read-outs and drop-downs fell back to the browser's serif. The same variables as in JupyterLab
+# (the pages carry its light theme). A panel's table sets its own code font and spacing (widgets.core).
+WIDGET_FONT = """<style>
+.jupyter-widgets { font-family: var(--jp-ui-font-family); font-size: var(--jp-ui-font-size1);
+  color: var(--jp-ui-font-color1); }
+</style>"""
+
+
 def make_static(body: str) -> str:
-    """The page with its widget controls made inert and the note that says so under <body>."""
+    """The page with its widgets in JupyterLab's font, their controls made inert and the note that says
+    so under <body>."""
     head_end, body_start = body.index("</head>"), body.index("<body")
     body_open = body.index(">", body_start) + 1
-    return (body[:head_end] + INERT_WIDGETS + "\n" + body[head_end:body_open] + STATIC_NOTE
-            + body[body_open:])
+    return (body[:head_end] + WIDGET_FONT + "\n" + INERT_WIDGETS + "\n" + body[head_end:body_open]
+            + STATIC_NOTE + body[body_open:])
 
 
-def export(notebook: Path, out: Path) -> Path:
-    """One chapter to out/<name>.html, its assets pointing at out/vendor/."""
+def _exporter():
+    """nbconvert's JupyterLab-styled HTML exporter with every asset pointing at out/vendor/."""
     from nbconvert import HTMLExporter
     from traitlets.config import Config
     cfg = Config()
@@ -74,25 +85,40 @@ def export(notebook: Path, out: Path) -> Path:
     cfg.HTMLExporter.require_js_url = REQUIRE_JS
     cfg.HTMLExporter.mathjax_url = MATHJAX_JS
     cfg.TagRemovePreprocessor.remove_input_tags = {"remove-input"}   # a verdict's source: its text shows once
-    body, _ = HTMLExporter(config=cfg).from_filename(str(notebook))
+    return HTMLExporter(config=cfg)
+
+
+def export(notebook: Path, out: Path) -> Path:
+    """One chapter to out/<name>.html, its assets pointing at out/vendor/."""
+    body, _ = _exporter().from_filename(str(notebook))
     target = out / (notebook.stem + ".html")
     target.write_text(make_static(body), encoding="utf-8")
     return target
 
 
+TITLE = "RL for LLMs by numerical experiment"
+
+
 def write_index(pages: list[Path], out: Path) -> Path:
-    """out/index.html: a list of the chapters, titled by each notebook's first heading."""
-    items = []
+    """out/index.html: a table of the chapters (number, title linking to its page, notebook), titled by
+    each notebook's first heading. The page is a one-cell notebook exported like the chapters, so it has
+    their fonts, margins and table style."""
+    import nbformat
+    titles = dict(chapter_index(ROOT / "notebooks"))
+    rows = []
     for page in pages:
-        nb = json.loads((ROOT / "notebooks" / (page.stem + ".ipynb")).read_text())
-        first = "".join(nb["cells"][0]["source"]).splitlines()
-        title = next((line.lstrip("# ").strip() for line in first if line.startswith("#")), page.stem)
-        items.append(f'<li><a href="{page.name}">{html.escape(title)}</a></li>')
+        number, _, name = titles.get(page.stem + ".ipynb", page.stem).rpartition(" · ")
+        rows.append(f'<tr><td>{html.escape(number)}</td><td><a href="{html.escape(page.name)}">'
+                    f'{html.escape(name)}</a></td><td><code>{html.escape(page.stem)}.ipynb</code></td></tr>')
+    head = '<th></th><th style="text-align: left">Chapter</th><th style="text-align: left">Notebook</th>'
+    text = (f"# {TITLE}\n\nThe chapters with their stored outputs. In this offline edition the sliders show "
+            "the values each chapter was run with; open the notebooks in JupyterLab (`make lab`) to move "
+            f'them.\n\n<table class="course-index">\n<thead><tr>{head}</tr></thead>\n<tbody>\n'
+            + "\n".join(rows) + "\n</tbody>\n</table>\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
+    body, _ = _exporter().from_notebook_node(notebook, resources={"metadata": {"name": TITLE}})
     index = out / "index.html"
-    index.write_text("<!doctype html><meta charset='utf-8'><title>RL for LLMs by numerical experiment</title>"
-                     "<h1>RL for LLMs by numerical experiment</h1><p>The chapters with their stored outputs "
-                     "(offline edition: sliders show their saved state; run the notebooks in JupyterLab to "
-                     "move them).</p><ul>" + "".join(items) + "</ul>", encoding="utf-8")
+    index.write_text(body, encoding="utf-8")
     return index
 
 

@@ -27,6 +27,8 @@ else:
     playwright = pytest.importorskip("playwright.sync_api", reason="Playwright not installed")
     pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH")
 
+from course_lib.widgets.core import SLIDER_TRACK_PX  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "course-browser-test"
 NOTIFICATION = "@jupyterlab/apputils-extension:notification"
@@ -173,20 +175,25 @@ def test_chapter02_panel_moves_in_a_real_browser(lab, tmp_path):
 
 
 # Each panel view against its output area: every table and figure inside it must end within the area, and
-# a table must not need its scroll bar (the whole table readable); plus every slider's position.
+# a table must not need its scroll bar (the whole table readable); the height of each panel (controls,
+# table, figure) against the notebook's visible height; every slider's position and the width of its track.
 LAYOUT = """() => ({views: Array.from(document.querySelectorAll('.course-panel-view')).map(v => {
   const area = v.closest('.jp-OutputArea-output').getBoundingClientRect();
-  return {area: area.right, items: Array.from(v.querySelectorAll('img, pre')).map(e => ({tag: e.tagName,
+  return {area: area.right, height: area.height, items: Array.from(v.querySelectorAll('img, pre')).map(e => ({tag: e.tagName,
           right: e.getBoundingClientRect().right, scroll: e.scrollWidth, client: e.clientWidth,
           shown: e.tagName !== 'IMG' || (e.complete && e.naturalWidth > 0)}))};
-}), sliders: Object.fromEntries(Array.from(document.querySelectorAll('.widget-slider')).map(s => {
+}), screen: window.jupyterapp.shell.currentWidget.node.querySelector('.jp-WindowedPanel-outer').clientHeight,
+    sliders: Object.fromEntries(Array.from(document.querySelectorAll('.widget-slider')).map(s => {
   const r = s.getBoundingClientRect(); return [s.querySelector('.widget-label').textContent, [r.left, r.top]];
-}))})"""
+})), tracks: Array.from(document.querySelectorAll('.widget-slider .noUi-target')).map(
+  t => t.getBoundingClientRect().width)})"""
 
 
 def test_panels_fit_the_column_of_a_1366_px_screen_with_the_file_browser_open(lab, tmp_path):
-    """Chapters 01, 03 and 05's panels at 1366 x 768 with the file browser open: no figure or table is
-    cut at the right; chapter 03's reward and length sliders of one response stay one above the other."""
+    """Chapters 01, 03 and 05's panels at 1366 x 768 with the file browser open and closed: no figure or
+    table is cut at the right; every slider's track is as wide as the headless test assumes; each of
+    chapter 05's panels (controls, table, figure and legend) fits the notebook's visible height; chapter
+    03's reward and length sliders of one response stay one above the other."""
     url, _ = lab
     args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -218,15 +225,27 @@ def test_panels_fit_the_column_of_a_1366_px_screen_with_the_file_browser_open(la
                                        "i => i.complete && i.naturalWidth > 0); }")
                 layouts[name] = page.evaluate(LAYOUT)
                 page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=False)
+                page.evaluate("window.jupyterapp.shell.collapseLeft()")     # the widest column: full-size figures
+                page.wait_for_function("document.querySelector('#jp-left-stack').getBoundingClientRect().width < 10"
+                                       " || document.querySelector('#jp-left-stack').offsetParent === null")
+                page.wait_for_timeout(500)                                  # the images re-laid out
+                layouts[name + " (no file browser)"] = page.evaluate(LAYOUT)
                 page.close()
         finally:
             browser.close()
     for name, layout in layouts.items():
-        assert len(layout["views"]) == len(PANEL_CELLS[name]) - 1
+        assert len(layout["views"]) == len(PANEL_CELLS[name.split()[0]]) - 1
         for view in layout["views"]:
             for item in view["items"]:
                 assert item["shown"] and item["right"] <= view["area"] + 1, (name, item, view["area"])
                 assert item["tag"] == "IMG" or item["scroll"] <= item["client"] + 1, (name, item)
+        # the headless test of every slider's steps (test_widgets) counts on this track width
+        tracks = layout["tracks"]
+        assert tracks and all(abs(t - SLIDER_TRACK_PX) <= 2 for t in tracks), (name, tracks)
+    for name in ("05_ratios_and_clipping", "05_ratios_and_clipping (no file browser)"):
+        screen, views = layouts[name]["screen"], layouts[name]["views"]
+        assert 550 < screen < 700                          # the notebook's visible height at 768 px
+        assert all(view["height"] <= screen for view in views), (name, screen, [v["height"] for v in views])
     sliders = layouts["03_loss_aggregation"]["sliders"]
     for i in range(4):
         (x_r, y_r), (x_l, y_l) = sliders[f"R{i}"], sliders[f"L{i}"]

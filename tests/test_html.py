@@ -4,6 +4,7 @@ its formulas and its sliders' saved state, without a single request leaving the 
 Needs npm (to fetch the front-end packages once into site/vendor), Debian's chromium and Playwright;
 skipped where any is missing.
 """
+import re
 import shutil
 from pathlib import Path
 
@@ -84,3 +85,46 @@ def test_saved_panel_is_inert_says_so_and_keeps_its_table_in_a_monospace_font(tm
     assert "do not move" in note
     assert "mono" in font.lower() or "consolas" in font.lower(), font
     assert after == before
+
+
+def test_index_and_chapter_page_are_set_in_the_notebooks_fonts_and_spacing(tmp_path):
+    """At 1366 x 768, offline: the index in the chapters' sans font with a table of the chapters; on
+    chapter 05's page the panel's labels in that font too (not the browser's serif), the panel's table in
+    the code font at the code line height (not double-spaced), and a diff in the code font with its
+    removed lines red and its added lines green."""
+    site.install_vendor(ROOT / "site")
+    (tmp_path / "vendor").symlink_to(ROOT / "site" / "vendor")
+    page = site.export(ROOT / "notebooks" / "05_ratios_and_clipping.ipynb", tmp_path)
+    index = site.write_index([page], tmp_path)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        tab = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                  else route.abort())
+        tab.goto(index.as_uri())
+        listed = tab.evaluate("""() => ({h1: getComputedStyle(document.querySelector('h1')).fontFamily,
+          cell: getComputedStyle(document.querySelector('.course-index td')).fontFamily,
+          links: Array.from(document.querySelectorAll('.course-index tbody a')).map(a => a.getAttribute('href'))})""")
+        tab.goto(page.as_uri())
+        tab.wait_for_selector(".course-panel-view pre", timeout=30_000)
+        shown = tab.evaluate("""() => {
+          const st = e => getComputedStyle(e);
+          const pre = document.querySelector('.course-panel-view pre');
+          const diff = document.querySelector('pre.course-diff');
+          const line = start => diff && Array.from(diff.querySelectorAll('span')).find(s => s.textContent.startsWith(start));
+          const color = e => e ? st(e).color : 'none';
+          return {text: st(document.querySelector('.jp-RenderedMarkdown p')).fontFamily,
+                  labels: Array.from(document.querySelectorAll('.widget-label, .widget-readout')).map(e => st(e).fontFamily),
+                  table: st(pre).fontFamily, line_height: parseFloat(st(pre).lineHeight), size: parseFloat(st(pre).fontSize),
+                  diff: diff ? st(diff).fontFamily : 'none', removed: color(line('-def')), added: color(line('+def'))}; }""")
+        browser.close()
+    assert listed["links"] == [page.name]
+    assert listed["h1"] == listed["cell"] == shown["text"] and "sans-serif" in shown["text"]   # the chapters' font
+    assert shown["labels"] and all(font == shown["text"] for font in shown["labels"]), shown["labels"][:2]
+    assert "monospace" in shown["table"] and shown["line_height"] < 1.4 * shown["size"], shown
+    assert "monospace" in shown["diff"]
+    red, green = (tuple(int(x) for x in re.findall(r"\d+", shown[k])[:3]) or (0, 0, 0) for k in ("removed", "added"))
+    assert red[0] > 120 and red[1] < 60 and green[1] > 100 and green[0] < 60, (red, green)

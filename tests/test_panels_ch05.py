@@ -185,7 +185,8 @@ def test_gspo_dropout_figure_drops_whole_rows_and_token_clipping_single_tokens()
 def test_panel_widgets_build_and_re_render_when_a_slider_moves(panel_fn, name, value):
     p = panel_fn()
     box = p.widget()
-    sliders = {s.description: s for s in box.children[0].children}
+    row = box.children[0].children                      # controls, or columns of them
+    sliders = {s.description: s for child in row for s in getattr(child, "children", [child])}
     assert set(sliders) == set(p.controls)
     sliders[name].value = value
     assert p.values[name] == value

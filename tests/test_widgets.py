@@ -2,13 +2,17 @@
 panel shows is checked against hand-computed values and the loop references of tests/reference.py
 (never against course_lib itself)."""
 import base64
+import inspect
 import re
+from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
 import pytest
 
 import reference as ref
+from course_lib import widgets
 from course_lib.widgets import Choice, Slider, Toggle, group_advantage_panel, panel, to_html
+from course_lib.widgets.core import SLIDER_TRACK_PX, SLIDER_WIDTH_PX
 
 METHODS = ("GRPO", "Dr. GRPO", "RLOO")
 
@@ -204,3 +208,47 @@ def test_widget_shows_an_error_in_place_of_the_view():
     assert "x = 0.5" in view.value
     box.children[0].children[0].value = 0.75            # a callback's traceback would be lost: shown
     assert view.value == "<pre>ValueError: x too large for this view</pre>"
+
+
+def _every_panel():
+    """(name, panel) for every ``*_panel`` factory in course_lib.widgets. Chapter 08's stored runs and
+    chapter 12's batch reach only the view, never the controls: stand-ins of the chapter's size."""
+    from course_lib.lm_tokens import SIZE
+    stand_ins = {
+        "gallery_panel": dict(runs={}),
+        "token_panel": dict(batch=SimpleNamespace(
+            rollout=SimpleNamespace(prompts=[None] * (SIZE["n_prompts"] * SIZE["group_size"])),
+            questions=SimpleNamespace(group_size=SIZE["group_size"])), quantities={"entropy (nats)": None})}
+    factories = {name: fn for name, fn in vars(widgets).items() if name.endswith("_panel") and inspect.isfunction(fn)}
+    assert len(factories) >= 12
+    for name, fn in sorted(factories.items()):
+        yield name, fn(**stand_ins.get(name, {}))
+
+
+def _sliders(box):
+    import ipywidgets as w
+    if isinstance(box, (w.FloatSlider, w.IntSlider)):
+        yield box
+    for child in getattr(box, "children", ()):
+        yield from _sliders(child)
+
+
+def test_every_slider_of_every_panel_is_wide_enough_that_a_drag_moves_by_single_steps():
+    """One width for every slider (not ipywidgets' default 300 px, whose track is 124 px), and no slider
+    with more steps than its track has pixels: one pixel of drag is at most one step."""
+    found = []
+    for name, p in _every_panel():
+        box = p.widget()
+        plt.close("all")
+        for s in _sliders(box):
+            steps = round((s.max - s.min) / s.step)
+            found.append((name, s.description, steps))
+            assert s.layout.width == f"{SLIDER_WIDTH_PX}px", (name, s.description, s.layout.width)
+            assert steps <= SLIDER_TRACK_PX, (f"{name}: {s.description} has {steps} steps on a "
+                                              f"{SLIDER_TRACK_PX} px track")
+    assert len(found) >= 25
+    assert max(steps for *_, steps in found) > 124      # the finest slider needs more than the default track
+
+
+def test_slider_steps_count_the_moves_from_end_to_end():
+    assert Slider(1.0, 0.5, 10.0, 0.05).steps == 190 and Slider(4, 2, 6, 1, integer=True).steps == 4

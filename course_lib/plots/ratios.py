@@ -52,7 +52,7 @@ def grad_coefficient_view(eps_low=0.2, eps_high=0.28, dual_clip=3.0, tau_pos=1.0
     the ratio r, for A = +1 and A = -1 (fact sheet §7); a table of the same at a few ratios."""
     specs = coefficient_specs(eps_low, eps_high, dual_clip, tau_pos, tau_neg)
     r = torch.linspace(0.02, 4.0, 800, dtype=torch.float64)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.3), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.0), layout="constrained")   # the panel fits a laptop's screen
     for ax, sign in zip(axes, (+1, -1)):
         lo, hi = ratio_lib.clip_bounds(eps_low, eps_high)
         ax.axvspan(lo, hi, color="0.92", zorder=0)
@@ -68,10 +68,8 @@ def grad_coefficient_view(eps_low=0.2, eps_high=0.28, dual_clip=3.0, tau_pos=1.0
         ax.set_xlim(0, 4)
         light_grid(ax)
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=10, frameon=False)
-    fig.suptitle(f"eps_low {eps_low:.2f}, eps_high {eps_high:.2f}, dual clip c_dual {dual_clip:.2f}, "
-                 f"SAPO tau_pos {tau_pos:.2f}, tau_neg {tau_neg:.2f}  (grey: DAPO's clip range)",
-                 fontsize=10)
+    handles.append(Patch(color="0.92", label=f"DAPO's clip range\n[{lo:.2f}, {hi:.2f}]"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=10, frameon=False)   # beside, in view
     return coefficient_table(specs), fig
 
 
@@ -131,7 +129,7 @@ def sapo_gate_view(tau_pos: float = 1.0, tau_neg: float = 1.05) -> tuple[str, pl
     hard clip for comparison; a table of both at a few ratios."""
     knobs = dict(tau_pos=tau_pos, tau_neg=tau_neg)
     r = torch.linspace(0.02, 6.0, 600, dtype=torch.float64)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
     for sign, color in ((+1, BLUE), (-1, RED)):
         tau = tau_pos if sign > 0 else tau_neg
         c = loss_lib.grad_coefficient("sapo", r, sign, **knobs)
@@ -146,7 +144,7 @@ def sapo_gate_view(tau_pos: float = 1.0, tau_neg: float = 1.05) -> tuple[str, pl
         zero_line(ax)
         light_grid(ax)
     handles, labels = ax1.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=10, frameon=False)
+    fig.legend(handles, labels, loc="outside right upper", fontsize=10, frameon=False)
     rr = torch.tensor(SAPO_RATIOS, dtype=torch.float64)
     c_pos = loss_lib.grad_coefficient("sapo", rr, 1.0, **knobs)
     c_neg = loss_lib.grad_coefficient("sapo", rr, -1.0, **knobs)

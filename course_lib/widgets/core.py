@@ -21,7 +21,17 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from ..display import CODE_STYLE
+
 ActiveWhen = Optional[Callable[[dict], bool]]
+
+# Every slider has one width, wide enough that a drag moves by single steps: its track has at least as
+# many pixels as the finest slider of the course has steps (SAPO's temperatures, 0.5 to 10 by 0.05: 190).
+# ipywidgets 8 gives 176 px of a slider to its label (80) and readout (72 with the margins); at its
+# default 300 px the track is 124 px, and a pixel of drag there skips one or two of 190 steps. Measured
+# in chromium (tests/test_browser.py checks the track against SLIDER_TRACK_PX).
+SLIDER_WIDTH_PX = 380
+SLIDER_TRACK_PX = SLIDER_WIDTH_PX - 176
 
 
 @dataclass(frozen=True)
@@ -45,15 +55,19 @@ class Slider:
 
     def values(self) -> list[float]:
         """Every position the slider can take (for tests that move it end to end)."""
-        n = int(round((self.hi - self.lo) / self.step))
-        vals = [self.lo + i * self.step for i in range(n + 1)]
+        vals = [self.lo + i * self.step for i in range(self.steps + 1)]
         return [int(round(v)) if self.integer else round(v, 10) for v in vals]
+
+    @property
+    def steps(self) -> int:
+        """How many steps the slider has from end to end."""
+        return int(round((self.hi - self.lo) / self.step))
 
     def widget(self, name: str):
         import ipywidgets as w
         cls = w.IntSlider if self.integer else w.FloatSlider
         return cls(value=self.default, min=self.lo, max=self.hi, step=self.step, description=name,
-                   continuous_update=False)
+                   continuous_update=False, layout=w.Layout(width=f"{SLIDER_WIDTH_PX}px"))
 
 
 @dataclass(frozen=True)
@@ -165,10 +179,10 @@ class Panel:
 # A panel's view must fit the notebook's column, however narrow (JupyterLab at 1366 px with the file
 # browser open leaves about 930 px): a figure shrinks to the column, keeping its aspect ratio (the width
 # and height attributes still reserve its space before it decodes); a table too wide scrolls instead of
-# being cut; the table's font is the code font, also on the offline pages, where no JupyterLab style applies.
+# being cut; the table's font and line spacing are the code cells', also on the offline pages, where no
+# JupyterLab style applies (there a table inherited the widget's 28 px line height: double-spaced).
 IMG_STYLE = "display: block; max-width: 100%; height: auto"
-PRE_STYLE = ("margin: 0 0 4px 0; overflow-x: auto; max-width: 100%; "
-             "font-family: var(--jp-code-font-family, monospace)")
+PRE_STYLE = f"margin: 0 0 4px 0; overflow-x: auto; max-width: 100%; {CODE_STYLE}"
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
