@@ -160,9 +160,11 @@ def every_loss_cases(world_size: int, seed: int = 0, batch_size: int = 16) -> li
 # ---------------------------------------------------------------------------------------------
 # the toy trainer's first update, split over ranks (tests/test_toy_split.py, chapter 10)
 # ---------------------------------------------------------------------------------------------
-def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: float = 0.05, dp=None) -> list:
+def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: float = 0.05, dp=None,
+                     metrics: bool = False):
     """The parameter gradient of ``trainer.learn``'s first optimiser step on ``batch`` (this rank's share
-    when ``dp`` is given), from a TinyGPT of the config's shape with weights ``model_state``."""
+    when ``dp`` is given), from a TinyGPT of the config's shape with weights ``model_state``; with
+    ``metrics``, (gradient, learn's metrics read back: over ranks, ``reduce_over_ranks``'s)."""
     import copy as _copy
 
     class Recorder(torch.optim.SGD):
@@ -182,9 +184,9 @@ def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: floa
         from torch.nn.parallel import DistributedDataParallel as DDP
         dp = trainer.DataParallel(dp[0], dp[1], DDP(model))
     opt = Recorder(model.parameters())
-    trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch, torch.Generator().manual_seed(7),
-                  lambda: lr, dp=dp)
-    return opt.grads[0]
+    out = trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch,
+                        torch.Generator().manual_seed(7), lambda: lr, dp=dp)
+    return (opt.grads[0], trainer.read_back(out)) if metrics else opt.grads[0]
 
 
 def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
@@ -198,15 +200,18 @@ def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
     out = []
     for cfg in payload["configs"]:
         local = _replace(cfg, prompts_per_step=cfg.prompts_per_step // world_size, world_size=1)
-        out.append(toy_first_update(local, payload["model"], payload["ref"], share, dp=(rank, world_size)))
+        out.append(toy_first_update(local, payload["model"], payload["ref"], share, dp=(rank, world_size),
+                                    metrics=payload["metrics"]))
     return out if rank == 0 else None
 
 
 def toy_first_updates(configs: list, model_state: dict, ref_state: dict, batch, world_size: int, *,
-                      timeout_s: float = 300.0) -> list:
+                      timeout_s: float = 300.0, metrics: bool = False) -> list:
     """Rank 0's DDP-averaged first-update gradient of each config (its ``world_size`` and
-    ``micro_batches``) on ``batch`` split over ``world_size`` gloo processes."""
-    payload = {"configs": list(configs), "model": model_state, "ref": ref_state, "batch": batch}
+    ``micro_batches``) on ``batch`` split over ``world_size`` gloo processes; with ``metrics``, each as
+    (gradient, the metrics rank 0 logs)."""
+    payload = {"configs": list(configs), "model": model_state, "ref": ref_state, "batch": batch,
+               "metrics": metrics}
     return run_ranks(_toy_rank, world_size, payload, timeout_s=timeout_s)[0]
 
 

@@ -22,6 +22,7 @@ from course_lib.aggregation import MODES
 from course_lib.losses import FRAMEWORK_LOSSES, LOSSES, resolve_loss
 from course_lib.split import BATCH_STATISTIC_LOSSES
 from course_lib.toy import trainer
+from course_lib.ranks import run_ranks
 from course_lib.toy.config import ToyConfig
 from test_toy_oracle import BASE, make_models
 
@@ -97,10 +98,121 @@ def test_the_split_knobs_refuse_what_they_cannot_split():
         ToyConfig(prompts_per_step=4, group_size=2, world_size=2, micro_batches=5)
     with pytest.raises(ValueError, match="'clip_cov' centres on statistics of the whole batch"):
         ToyConfig(loss="clip_cov", micro_batches=2)
-    for kw in (dict(adv_estimator="reinforce_pp"), dict(dynamic_sampling=True), dict(std_scope="batch")):
-        with pytest.raises(ValueError, match="needs statistics of the whole batch"):
-            ToyConfig(world_size=2, **kw)
+    with pytest.raises(ValueError, match="dynamic_sampling=True needs statistics of the whole batch"):
+        ToyConfig(world_size=2, dynamic_sampling=True)
     with pytest.raises(ValueError, match="run it with train_distributed"):
         trainer.train(ToyConfig(world_size=2, steps=1, warm_steps=0), progress=False)
     with pytest.raises(ValueError, match="world_size must be >= 2 for train_distributed"):
         trainer.train_distributed(ToyConfig())
+
+
+# ---- precision: a micro-batched loss forward runs in the requested arithmetic ----------------------
+@pytest.mark.parametrize("micro", [1, 3])
+def test_bf16_reaches_every_loss_forward_whole_or_in_micro_batches(setup, micro):
+    """Under precision="bf16" every forward that carries a gradient returns bfloat16 logits from the
+    policy's head (autocast), in one piece and in micro-batches alike."""
+    model_state, ref_state, batch = setup
+    cfg = replace(CASES["grpo,token-mean"], precision="bf16", micro_batches=micro)
+    model = trainer.build_model(cfg)
+    model.load_state_dict(model_state)
+    ref_model = trainer.build_model(cfg).requires_grad_(False)
+    ref_model.load_state_dict(ref_state)
+    dtypes = []
+    model.head.register_forward_hook(
+        lambda mod, args, out: dtypes.append(out.dtype) if torch.is_grad_enabled() else None)
+    trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, torch.optim.SGD(model.parameters(), lr=0.05),
+                  batch, torch.Generator().manual_seed(7), lambda: 0.05)
+    assert dtypes == [torch.bfloat16] * micro, dtypes
+
+
+# ---- over ranks: metrics are the whole batch's, advantages too ------------------------------------
+NOT_BATCH_MEANS = ("time/", "speed/", "flops/",        # this rank's own (train_distributed's docstring)
+                   "mismatch/abs_logratio_p99")        # a quantile: the mean of the ranks' quantiles
+
+
+def _sampled_metrics_rank(rank: int, world_size: int, collected):
+    """On a rank: the sampling metrics of its share of ``collected`` (contiguous), all-gathered."""
+    from course_lib.toy.data_parallel import DataParallel, gather_collected
+    from course_lib.toy.rollout import Collected, sampling_metrics
+    n = len(collected.rewards) // world_size
+    rows = slice(rank * n, (rank + 1) * n)
+    share = Collected(None, *(t[rows] for t in (collected.rewards, collected.correct, collected.lengths,
+                                                collected.truncated)), 0.0, 0, 0.0)
+    dp = DataParallel(rank, world_size, torch.nn.Identity())
+    return trainer.read_back(sampling_metrics(gather_collected(share, dp), 4))
+
+
+def test_two_ranks_report_the_single_process_means_of_the_whole_batch(setup):
+    """The metrics of a 2-rank step are the 1-rank step's on the same batch: the learning metrics
+    (clip fractions, losses, entropy, kl/ref, ...) reduced over ranks, the sampling ones (mean reward)
+    all-gathered; neither a sum over the ranks nor a mean of per-rank means that ignores their token
+    counts (the two halves of this batch hold different numbers of tokens)."""
+    from course_lib.toy.rollout import Collected, sampling_metrics
+    from course_lib.toy.task import EOS
+    model_state, ref_state, batch = setup
+    half = len(batch.rewards) // 2
+    assert int(batch.mask[:half].sum()) != int(batch.mask[half:].sum())
+    cfg = replace(BASE, loss="grpo", kl_coef=0.5, entropy_coef=0.05, old_logp_source="learner",
+                  correction="tis", correction_cap=1.2)
+    _, one = D.toy_first_update(cfg, *setup, metrics=True)
+    [(_, two)] = D.toy_first_updates([replace(cfg, world_size=2)], *setup, 2, metrics=True)
+    compared = [k for k in one if not k.startswith(NOT_BATCH_MEANS)]
+    assert {"clip/low_frac", "clip/high_frac", "loss/policy", "entropy/mean", "kl/ref", "is/weight_mean",
+            "adv/pos_token_frac", "grad/norm"} <= set(compared)
+    for k in compared:
+        assert two[k] == pytest.approx(one[k], rel=1e-5, abs=1e-7), f"{k}: 2 ranks {two[k]}, 1 rank {one[k]}"
+    lengths = batch.mask.sum(dim=1)
+    collected = Collected(None, batch.rewards, (batch.rewards > 0).float(), lengths,
+                          ~(batch.responses == EOS).any(dim=1), 0.0, 0, 0.0)
+    want = trainer.read_back(sampling_metrics(collected, 4))
+    for rank_metrics in run_ranks(_sampled_metrics_rank, 2, collected):
+        for k in ("reward/mean", "acc/sampled", "len/all", "len/correct", "groups/zero_signal_frac",
+                  "reward/group_std", "len/truncated_frac", "samples/step"):
+            assert rank_metrics[k] == pytest.approx(want[k], rel=1e-6), k
+
+
+WHOLE_BATCH = {"reinforce_pp": dict(adv_estimator="reinforce_pp"),
+               "reinforce_pp_baseline": dict(adv_estimator="reinforce_pp_baseline"),
+               "gpg": dict(adv_estimator="gpg"),
+               "grpo,std_scope=batch": dict(std_scope="batch")}
+
+
+def test_estimators_with_batch_statistics_give_the_full_batch_result_on_two_ranks(setup):
+    """REINFORCE++ (its whitening), its baseline variant, GPG's alpha and the batch's std read every
+    rank's rewards (data_parallel.whole_batch): the 2-rank gradient is the 1-process one. Each rank
+    on its own half would compute other advantages, so the comparison can fail."""
+    model_state, ref_state, batch = setup
+    cfgs = {k: replace(BASE, loss="grpo", **kw) for k, kw in WHOLE_BATCH.items()}
+    got = D.toy_first_updates([replace(c, world_size=2) for c in cfgs.values()], *setup, 2)
+    half = len(batch.rewards) // 2
+    for (key, cfg), g in zip(cfgs.items(), got):
+        _assert_same(g, D.toy_first_update(cfg, *setup), f"{key}, 2 ranks")
+        setup_ = trainer.loss_setup(cfg)
+        full = trainer.advantages_of(cfg, setup_, None, batch, batch.rewards)
+        own = trainer.advantages_of(cfg, setup_, None, trainer.Batch(*(t[half:] for t in (
+            batch.prompts, batch.responses, batch.mask, batch.rollout_logp, batch.rewards))), batch.rewards[half:])
+        assert float((own - full[half:]).abs().max()) > 0.05, f"{key}: a rank's own half gives the same advantages"
+
+
+def _whole_batch_rank(rank: int, world_size: int, payload):
+    """On a rank: its rows' REINFORCE++ advantages from its own rewards and mask (of its own length)."""
+    from course_lib.toy.data_parallel import DataParallel
+    rewards, mask = payload["rewards"][rank], payload["mask"][rank]
+    batch = trainer.Batch(None, None, mask, None, rewards)
+    dp = DataParallel(rank, world_size, torch.nn.Identity())
+    return trainer.advantages_of(payload["cfg"], trainer.loss_setup(payload["cfg"]), None, batch, rewards, dp)
+
+
+def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
+    """Each rank pads to its own longest response; the whitening still sees every rank's tokens once."""
+    cfg = replace(BASE, loss="grpo", adv_estimator="reinforce_pp")
+    rewards = [torch.tensor([1.0, 0.0, 0.0, 0.0]), torch.tensor([1.0, 1.0, 0.0, 1.0])]
+    lengths = [torch.tensor([1, 3, 2, 3]), torch.tensor([5, 1, 4, 2])]
+    mask = [torch.arange(int(n.max()))[None] < n[:, None] for n in lengths]          # [4, 3] and [4, 5]
+    got = run_ranks(_whole_batch_rank, 2, {"cfg": cfg, "rewards": rewards, "mask": mask})
+    all_mask = torch.arange(5)[None] < torch.cat(lengths)[:, None]                   # [8, 5]
+    full = trainer.advantages_of(cfg, trainer.loss_setup(cfg), None, trainer.Batch(None, None, all_mask, None, None),
+                                 torch.cat(rewards))
+    assert got[0].shape == (4, 3) and got[1].shape == (4, 5)
+    torch.testing.assert_close(torch.cat([torch.nn.functional.pad(got[0], (0, 2)), got[1]]), full,
+                               rtol=0, atol=1e-6)

@@ -11,6 +11,10 @@ from typing import Callable
 
 import torch
 
+# estimators whose statistics span the whole batch (REINFORCE++'s whitening, GPG's alpha): a rank of a
+# data-parallel run computes them on every rank's rewards (data_parallel.whole_batch), as std_scope="batch"
+BATCH_WIDE_ESTIMATORS = ("reinforce_pp", "reinforce_pp_baseline", "gpg")
+
 CHOICES = {
     "adv_estimator": ("grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "remax", "opo", "passk", "gpg"),
     "kl_estimator": ("k1", "k2", "k3"),
@@ -169,13 +173,10 @@ class ToyConfig:
             if self.loss in BATCH_STATISTIC_LOSSES:
                 raise ValueError(f"loss {self.loss!r} centres on statistics of the whole batch: it does not split "
                                  f"into micro-batches or ranks (micro_batches and world_size must be 1)")
-        if self.world_size > 1:
-            batch_wide = {"adv_estimator": ("reinforce_pp", "reinforce_pp_baseline", "gpg"),
-                          "std_scope": ("batch",), "dynamic_sampling": (True,)}
-            for name, bad in batch_wide.items():
-                if getattr(self, name) in bad:
-                    raise ValueError(f"{name}={getattr(self, name)!r} needs statistics of the whole batch (an "
-                                     f"all-reduce the toy does not make): world_size must be 1")
+        if self.world_size > 1 and self.dynamic_sampling:       # the batch-wide estimators: whole_batch
+            raise ValueError(f"dynamic_sampling=True needs statistics of the whole batch (which groups to keep "
+                             f"and refill, counted over every rank: the toy does not share them): world_size "
+                             f"must be 1")
         for name in ("length_bonus", "entropy_coef", "format_weight"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0):

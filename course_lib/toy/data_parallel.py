@@ -29,8 +29,10 @@ MAX_METRICS = ("ratio/max", "mismatch/abs_logratio_max")
 
 def reduce_over_ranks(metrics: dict, dp: DataParallel | None) -> dict:
     """A step's tensor metrics made the same on every rank: ``MAX_METRICS`` by their maximum, every
-    other one by the mean of the ranks' values (a rank's token mean then counts as much as another's,
-    whatever their token counts). Identity in one process."""
+    other one by the mean of the ranks' values. The trainer hands it token means already weighted by
+    each rank's share of the tokens (``split_backward``, ``token_means_over_ranks``), so that mean is
+    the whole batch's, as in one process; a quantile (the mismatch p99) is the mean of the ranks'.
+    Identity in one process."""
     if dp is None:
         return metrics
     import torch.distributed as dist
@@ -47,6 +49,20 @@ def reduce_over_ranks(metrics: dict, dp: DataParallel | None) -> dict:
     return out
 
 
+def token_means_over_ranks(metrics: dict, keys, mask: Tensor, dp: DataParallel | None) -> dict:
+    """``metrics`` with those of ``keys`` that are tensors, token means over this rank's ``mask``
+    [b, T], times R * n_rank / n (n: the valid tokens of every rank): their mean over the ranks
+    (``reduce_over_ranks``) is then the whole batch's token mean. Identity in one process."""
+    if dp is None:
+        return metrics
+    import torch.distributed as dist
+    n = mask.sum().to(torch.float64).reshape(1)
+    total = n.clone()
+    dist.all_reduce(total)                                                     # the batch's tokens
+    w = (dp.world_size * n / total)[0]
+    return {k: v * w if k in keys and isinstance(v, Tensor) else v for k, v in metrics.items()}
+
+
 def gather_collected(got: Collected, dp: DataParallel | None) -> Collected:
     """One step's sampling on every rank as one Collected (its per-response tensors all-gathered, its
     time and tokens this rank's), so the sampling metrics are the whole batch's. Identity in one process."""
@@ -60,6 +76,26 @@ def gather_collected(got: Collected, dp: DataParallel | None) -> Collected:
         return torch.cat(parts)
     return Collected(None, cat(got.rewards), cat(got.correct), cat(got.lengths), cat(got.truncated),
                      got.seconds, got.tokens, got.flops)
+
+
+def whole_batch(rewards: Tensor, mask: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, slice]:
+    """Every rank's rewards [b] and masks [b, T_r] all-gathered in rank order, the masks padded with
+    False to the longest T: (rewards [R * b], mask [R * b, T_max], this rank's rows in them). What an
+    estimator whose statistics span the batch (``config.BATCH_WIDE_ESTIMATORS``) reads, so that each
+    rank gets the full batch's advantages of its own rows. Identity in one process."""
+    if dp is None:
+        return rewards, mask, slice(None)
+    import torch.distributed as dist
+    T = torch.tensor([mask.shape[1]])
+    dist.all_reduce(T, op=dist.ReduceOp.MAX)
+    padded = torch.nn.functional.pad(mask, (0, int(T) - mask.shape[1]), value=False)     # [b, T_max]
+
+    def cat(t: Tensor) -> Tensor:
+        parts = [torch.empty_like(t) for _ in range(dp.world_size)]
+        dist.all_gather(parts, t.contiguous())
+        return torch.cat(parts)
+    b = len(rewards)
+    return cat(rewards), cat(padded), slice(dp.rank * b, (dp.rank + 1) * b)
 
 
 def this_rank(cfg: ToyConfig) -> int:

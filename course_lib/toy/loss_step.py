@@ -15,7 +15,8 @@ from torch import Tensor
 from .. import advantages, corrections, kl, losses
 from ..aggregation import aggregate
 from ..masking import masked_mean
-from .config import ToyConfig
+from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
+from .data_parallel import DataParallel, whole_batch
 from .device import stop_check_every
 from .policy import TinyGPT, compute_precision, response_logits, sample, token_logp
 from .rollout import Batch, shaped_rewards
@@ -124,30 +125,46 @@ def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
     return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
 
 
-def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor) -> Tensor:
-    """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax."""
+def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor,
+                  dp: DataParallel | None = None) -> Tensor:
+    """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax.
+
+    On a rank of a data-parallel run (``dp``), an estimator whose statistics span the batch reads every
+    rank's rewards and masks (``whole_batch``): this rank's rows get the full batch's advantages."""
     if cfg.adv_estimator == "remax":
         baseline = remax_baseline(cfg, model, batch).to(rewards.dtype)          # [B]
         return advantages.remax_advantages(advantages.last_token_rewards(rewards, batch.mask),
                                            baseline, batch.mask)              # [B, T]
-    if cfg.std_scope == "batch" and setup.std_scaling:                        # grpo only (config)
-        return advantages.batch_std_advantages(rewards, cfg.group_size)
-    return ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, batch.mask)
+    batch_std = cfg.std_scope == "batch" and setup.std_scaling                 # grpo only (config)
+    mask, rows = batch.mask, slice(None)
+    if batch_std or cfg.adv_estimator in BATCH_WIDE_ESTIMATORS:
+        rewards, mask, rows = whole_batch(rewards, mask, dp)                   # [R * B], [R * B, T_max]
+    if batch_std:
+        adv = advantages.batch_std_advantages(rewards, cfg.group_size)
+    else:
+        adv = ADV_ESTIMATORS[cfg.adv_estimator](rewards, cfg.group_size, setup.std_scaling, mask)
+    return adv[rows] if adv.dim() == 1 else adv[rows, :batch.mask.shape[1]]   # this rank's rows
+
+
+# the metrics of ``targets`` that are means over the batch's valid tokens
+TOKEN_MEANS = ("entropy/mean", "entropy/t1", "is/weight_mean", "is/zero_frac", "adv/pos_token_frac", "kl/ref")
 
 
 @torch.no_grad()
 def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
-            with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None) -> tuple[Targets, dict]:
+            with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None,
+            dp: DataParallel | None = None) -> tuple[Targets, dict]:
     """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
 
     ``learner``: the learner's (logp, logp_all) of the batch, detached, when its loss forward has
     computed them already; else a forward without gradient computes them. ``with_ref``: run the
-    reference forward (for the KL term and the ``kl/ref`` monitor)."""
+    reference forward (for the KL term and the ``kl/ref`` monitor). ``dp``: this rank's place in a
+    data-parallel run (``batch`` is its share), for the estimators that read the whole batch."""
     mask = batch.mask
     recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
                                                    cfg.precision)
     rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
-    adv = advantages_of(cfg, setup, model, batch, rewards)                     # [B] or [B, T]
+    adv = advantages_of(cfg, setup, model, batch, rewards, dp)                 # [B] or [B, T]
     adv_tok = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv          # [B, T]
     ref_logp = ref_all = None
     if with_ref:

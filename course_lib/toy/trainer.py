@@ -47,12 +47,12 @@ from ..metrics import check_keys
 from ..ranks import run_ranks
 from .config import ToyConfig
 from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks,  # noqa: F401
-                            this_rank, wrap)
+                            this_rank, token_means_over_ranks, wrap)
 from .device import _sync, read_back, stop_check_every, to_device  # noqa: F401 (re-exported)
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, LossSetup, Targets, advantages_of, learner_logp,  # noqa: F401
-                        loss_knobs, loss_mask, loss_setup, policy_loss, remax_baseline, reuses_loss_forward,
-                        targets)
+from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Targets, advantages_of,  # noqa: F401
+                        learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss, remax_baseline,
+                        reuses_loss_forward, targets)
 from .model import build_model, heldout_accuracy
 from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp  # noqa: F401
 from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
@@ -323,7 +323,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
     def make_targets(logp=None, logp_all=None) -> Targets:
         _sync(device); t = time.perf_counter()
         tg, m = targets(cfg, setup, model, ref_model, batch, with_ref=with_ref,
-                        learner=None if logp is None else (logp, logp_all))
+                        learner=None if logp is None else (logp, logp_all), dp=dp)
         _sync(device); spent["targets"] = time.perf_counter() - t
         target_metrics.update(m)
         return tg
@@ -335,6 +335,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
     tokens = learned.pop("learn_tokens")
     ctx = batch.prompts.shape[1] + batch.responses.shape[1]
     passes = (0 if fused else 1) + int(with_ref)              # forwards without gradient
+    target_metrics = token_means_over_ranks(target_metrics, TOKEN_MEANS, batch.mask, dp)
     return {**reduce_over_ranks({**target_metrics, **learned}, dp), "time/learn_s": t_learn,
             "time/targets_s": spent["targets"],
             "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
@@ -431,11 +432,13 @@ def _train_rank(rank: int, world_size: int, cfg: ToyConfig) -> History | None:
 def train_distributed(cfg: ToyConfig, *, timeout_s: float = 1800.0) -> History:
     """``train(cfg)`` on ``cfg.world_size`` gloo processes (``ranks.run_ranks``), DDP averaging the
     ranks' gradients: each rank samples prompts_per_step / world_size groups with its own seed, learns on
-    them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. Returns
-    rank 0's History: the sampling metrics are the whole batch's, the learning ones the mean over ranks
-    (``reduce_over_ranks``), the held-out accuracy that of the common weights; times, token counts and
-    FLOPs are rank 0's own. Called from a script, it must run under ``if __name__ == "__main__":`` (the
-    ranks start from a fork server that re-imports the main module)."""
+    them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. An
+    estimator whose statistics span the batch (REINFORCE++, GPG, the batch's std) reads every rank's
+    rewards (``data_parallel.whole_batch``). Returns rank 0's History: the sampling metrics are the
+    whole batch's, the learning ones too (means weighted by each rank's tokens, ``reduce_over_ranks``;
+    the mismatch p99 is the mean of the ranks' quantiles), the held-out accuracy that of the common
+    weights; times, token counts and FLOPs are rank 0's own. Called from a script, it must run under
+    ``if __name__ == "__main__":`` (the ranks start from a fork server that re-imports the main module)."""
     if cfg.world_size < 2:
         raise ValueError(f"world_size must be >= 2 for train_distributed (1: call train), got {cfg.world_size}")
     return run_ranks(_train_rank, cfg.world_size, cfg, timeout_s=timeout_s)[0]
