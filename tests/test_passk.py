@@ -51,3 +51,28 @@ def test_the_long_answer_pass_at_k_helpers_read_counts_and_find_the_crossover(tm
     assert base == {1: 0.125, 2: 0.25, 4: 0.5} and trained == {1: 0.5, 2: 0.5, 4: 0.5}
     assert long_answers.crossover_k(base, trained) == 4          # level at k = 4: the base catches up
     assert long_answers.crossover_k(base, {1: 0.5, 2: 0.5, 4: 0.6}) is None
+
+
+def test_passk_counts_draw_each_prompts_n_samples_from_that_prompt(monkeypatch):
+    """A task whose check passes every answer to a prompt whose first operand is even and none to the
+    others: each prompt's count must be n or 0 as its own operand says. Counting samples of several
+    prompts together, or reading them in another order, gives counts in between or in the wrong place.
+    The chunks (7 rows) do not line up with the prompts (5 samples each)."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from course_lib.toy import task as T
+    from course_lib.toy.config import ToyConfig
+    from course_lib.toy.long_answers import passk_counts
+    from course_lib.toy.trainer import build_model
+
+    @dataclass(frozen=True)
+    class EvenTask(T.AdditionTask):
+        verifiers: ClassVar[dict] = {"exact": lambda p, r: (T.decode_operands(p)[0] % 2 == 0).float()}
+    monkeypatch.setitem(T.TASKS, "even", lambda n_heldout: EvenTask(n_heldout=n_heldout))
+    cfg = ToyConfig(task="even", n_layer=1, d_model=16, n_head=2, n_heldout=64, device="cpu")
+    counts = passk_counts(cfg, build_model(cfg).state_dict(), n=5, n_prompts=12, chunk=7)
+    a, _ = T.decode_operands(T.make_task(cfg).prompts("heldout")[:12])
+    want = [5 if x % 2 == 0 else 0 for x in a.tolist()]
+    assert 0 < want.count(5) < 12
+    assert counts == want

@@ -51,3 +51,12 @@ def test_compute_counts_the_response_tokens_of_the_steps_each_row_stands_for():
     with pytest.raises(ValueError, match="the fit needs 3"):
         scaling.fit_run(h, batch=8)
     assert math.isclose(scaling.curve([1.0], 0.1, 0.9, 1.0, 1.0)[0], 0.5)
+
+
+@pytest.mark.parametrize("B_true, edge", [(0.15, 0), (15.0, -1)], ids=["shallower than the grid", "steeper"])
+def test_a_slope_on_either_bound_of_its_grid_is_flagged_though_the_midpoint_and_ceiling_are_pinned(B_true, edge):
+    C = torch.logspace(3, 6, 16, dtype=torch.float64)
+    fit = scaling.fit_curve(C, scaling.curve(C, 0.3, 0.8, B_true, 3e4), 0.3)
+    assert fit["B"] == float(scaling.B_GRID[edge])                  # the best slope lies on the bound
+    assert 0.1 * 1e3 * 1.5 < fit["C_mid"] < 20 * 1e6 / 1.5 and fit["A"] < 0.95   # neither of the others does
+    assert fit["at_edge"]

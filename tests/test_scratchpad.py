@@ -157,3 +157,16 @@ def test_warm_answers_mix_the_styles_and_the_slips_at_every_length():
     assert short.shape == (50, 10)                                  # cut by max_len: no EOS in long ones
     with pytest.raises(ValueError, match="style_shares"):
         S.ScratchpadTask(style_shares=(0.5, 0.5))
+
+
+def test_the_answer_zero_is_well_formed_and_a_leading_zero_in_a_longer_answer_is_not():
+    prompts = S.encode_prompts(torch.tensor([0]), torch.tensor([0]))              # "000+000="
+    for style in S.STYLES:
+        row = S.trace(0, 0, style)
+        assert S.to_text(row).endswith(">0<eos>")
+        resp = _pad([row], 48)
+        assert (float(S.correctness(prompts, resp)), float(S.well_formed(prompts, resp))) == (1.0, 1.0), style
+    for answer, form in (([0], 1.0), ([0, 0], 0.0), ([0, 5], 0.0), ([0, 1, 2], 0.0), ([1, 0], 1.0),
+                         ([1, 0, 0, 0], 1.0)):
+        row = [S.ANSWER, *answer, EOS]
+        assert float(S.well_formed(prompts, _pad([row], 48))) == form == ref_format(row), answer

@@ -107,3 +107,19 @@ def test_remax_baseline_is_the_greedy_answer_not_a_sampled_one(monkeypatch):
 def test_an_unknown_estimator_is_refused_with_the_allowed_ones():
     with pytest.raises(ValueError, match="adv_estimator must be one of .*'opo'"):
         replace(ONE_STEP, adv_estimator="gdpo")
+
+
+def test_remax_grades_its_greedy_answer_with_the_verifier_that_pays_the_reward(monkeypatch):
+    """cfg.verifier pays the sampled answers' reward, so it grades ReMax's greedy baseline too. Here
+    the lenient verifier is replaced by one that passes every answer; the exact check passes few or
+    none of a fresh policy's greedy answers."""
+    from course_lib.toy import task as T
+    monkeypatch.setitem(T.VERIFIERS, "contains", lambda prompts, responses: torch.ones(len(prompts)))
+    cfg = replace(ONE_STEP, adv_estimator="remax", verifier="contains", overlong_penalty=False)
+    G = cfg.group_size
+    model = trainer.build_model(cfg)
+    prompts = T.make_task(cfg).prompts("train")[:cfg.prompts_per_step].repeat_interleave(G, dim=0)   # [B, Lp]
+    batch = trainer.Batch(prompts, None, None, None, torch.zeros(len(prompts)))
+    greedy = sample(model, prompts[::G], cfg.max_new_tokens, greedy=True)
+    assert correctness(prompts[::G], greedy.responses).sum() < cfg.prompts_per_step / 2
+    assert trainer.remax_baseline(cfg, model, batch).tolist() == [1.0] * len(prompts)

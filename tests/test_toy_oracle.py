@@ -315,3 +315,19 @@ def test_the_reference_forward_runs_only_for_a_kl_term_an_evaluation_or_the_moni
     assert has_kl(trainer.train(ToyConfig(**small), progress=False)) == [2, 3]     # evaluations, last step
     assert has_kl(trainer.train(ToyConfig(**small, monitor_kl_ref=True), progress=False)) == [1, 2, 3]
     assert has_kl(trainer.train(ToyConfig(**small, kl_coef=0.1), progress=False)) == [1, 2, 3]
+
+
+def test_the_targets_flops_count_the_reference_forward_exactly_when_it_runs():
+    """flops/targets counts the forwards without gradient of the whole batch: pi_old's (none when the
+    loss forward gives it: one optimiser step per batch) and the reference's (a KL term, an evaluation
+    step: step 2 here). One forward of the batch is a third of flops/learn (one epoch: every row once,
+    forward and backward)."""
+    small = dict(steps=2, eval_every=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2,
+                 warm_steps=0, n_heldout=16, device="cpu")
+    passes = {"fused": ({}, [0, 1]), "fused,kl": (dict(kl_coef=0.1), [1, 1]),
+              "minibatches=2": (dict(minibatches=2), [1, 2]),
+              "minibatches=2,kl": (dict(minibatches=2, kl_coef=0.1), [2, 2])}
+    for name, (kw, want) in passes.items():
+        rows = trainer.train(ToyConfig(**small, **kw), progress=False).rows[1:]
+        got = [r["flops/targets"] / (r["flops/learn"] / 3) for r in rows]
+        assert got == pytest.approx(want, rel=1e-12), f"{name}: {got} forwards, expected {want}"

@@ -134,3 +134,20 @@ def test_the_new_knobs_refuse_what_they_cannot_do():
         ToyConfig(std_scope="batch", adv_estimator="rloo")
     with pytest.raises(ValueError, match="std_scope must be one of"):
         ToyConfig(std_scope="token")
+
+
+@pytest.mark.parametrize("name, n_all, max_new", [("addition", 10_000, 6), ("scratchpad", 10 ** 6, 48)])
+def test_the_held_out_size_follows_the_config_and_none_of_them_is_trained_on(name, n_all, max_new, monkeypatch):
+    from course_lib.toy import scratchpad, trainer
+    cfg = ToyConfig(task=name, max_new_tokens=max_new, **{**TINY, "n_heldout": 37, "steps": 1, "warm_steps": 0})
+    task = T.make_task(cfg)
+    held, rest = task.prompts("heldout"), task.prompts("train")
+    decode = T.decode_operands if name == "addition" else scratchpad.decode_operands
+    code = lambda p: decode(p)[0] * (n_all // (100 if name == "addition" else 1000)) + decode(p)[1]  # noqa: E731
+    assert len(held) == 37 and len(rest) == n_all - 37
+    assert len(set(code(held).tolist())) == 37 and not torch.isin(code(rest), code(held)).any()
+    seen = []
+    real = trainer.heldout_accuracy
+    monkeypatch.setattr(trainer, "heldout_accuracy", lambda m, p, *a: seen.append(len(p)) or real(m, p, *a))
+    train(cfg, progress=False)
+    assert seen == [37, 37]                                  # before RL and after the last step
