@@ -58,12 +58,16 @@ for (const type of ["keydown", "keyup", "keypress", "pointerdown", "mousedown", 
 </script>"""
 
 
-# JupyterLab sets widgets in its UI font; the widget renderer these pages load names no font, so slider
-# labels, read-outs and drop-downs fell back to the browser's serif. The same variables as in JupyterLab
-# (the pages carry its light theme). A panel's table sets its own code font and spacing (widgets.core).
+# JupyterLab sets widgets in its UI font and a panel's table in its code font and line height; the widget
+# renderer these pages load names no font (slider labels, read-outs and drop-downs fell back to the
+# browser's serif) and gives an HTML widget a 28 px line (a table was double-spaced). The same variables
+# as in JupyterLab (the pages carry its light theme). A panel's table also sets both itself
+# (widgets.core); this rule covers a chapter whose saved panel predates that.
 WIDGET_FONT = """<style>
 .jupyter-widgets { font-family: var(--jp-ui-font-family); font-size: var(--jp-ui-font-size1);
   color: var(--jp-ui-font-color1); }
+.jupyter-widgets.course-panel-view pre { font-family: var(--jp-code-font-family);
+  font-size: var(--jp-code-font-size); line-height: var(--jp-code-line-height); }
 </style>"""
 
 
