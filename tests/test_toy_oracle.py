@@ -331,3 +331,22 @@ def test_the_targets_flops_count_the_reference_forward_exactly_when_it_runs():
         rows = trainer.train(ToyConfig(**small, **kw), progress=False).rows[1:]
         got = [r["flops/targets"] / (r["flops/learn"] / 3) for r in rows]
         assert got == pytest.approx(want, rel=1e-12), f"{name}: {got} forwards, expected {want}"
+
+
+def test_the_norm_mode_divides_every_term_by_the_configured_budget_not_the_batchs_length():
+    """seq-mean-token-sum-norm divides by L_max = max_new_tokens (Dr. GRPO's constant), in the policy
+    term, the KL term and the entropy bonus alike: doubling the budget halves each of them on the same
+    responses (this batch is 6 tokens wide)."""
+    model, ref_model, batch = make_models(1.0)
+    rows = torch.arange(P * G)
+    parts = {}
+    for budget in (T_MAX, 2 * T_MAX):
+        cfg = replace(BASE, loss="dr_grpo", max_new_tokens=budget, kl_coef=0.5, entropy_coef=0.05)
+        setup = trainer.loss_setup(cfg)
+        assert setup.agg == "seq-mean-token-sum-norm"
+        tg, _ = trainer.targets(cfg, setup, model, ref_model, batch)
+        logp, logp_all = trainer.learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
+        total, pg, kl_term, stats = trainer.policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
+        parts[budget] = [float(x.detach()) for x in (pg, kl_term, stats["loss/entropy_bonus"])]
+    assert all(abs(x) > 1e-4 for x in parts[T_MAX])
+    assert parts[2 * T_MAX] == pytest.approx([x / 2 for x in parts[T_MAX]], rel=1e-5)

@@ -216,3 +216,14 @@ def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
     assert got[0].shape == (4, 3) and got[1].shape == (4, 5)
     torch.testing.assert_close(torch.cat([torch.nn.functional.pad(got[0], (0, 2)), got[1]]), full,
                                rtol=0, atol=1e-6)
+
+
+def test_train_distributed_gives_each_rank_its_share_of_the_prompts():
+    """A whole run on 2 gloo ranks: each rank samples prompts_per_step / 2 groups, so a step's sampling
+    metrics (all-gathered) count the configured batch once, and the run learns (GPG's alpha over both)."""
+    cfg = ToyConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                    n_heldout=16, eval_every=2, device="cpu", world_size=2, adv_estimator="gpg",
+                    overlong_penalty=True, overlong_cache=4)
+    h = trainer.train_distributed(cfg, timeout_s=120)
+    assert [r["samples/step"] for r in h.rows[1:]] == [16, 16]
+    assert h.rows[-1]["samples/drawn"] == 32 and h.rows[-1]["grad/norm"] > 0

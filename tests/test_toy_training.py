@@ -88,6 +88,8 @@ def test_lr_schedule_follows_its_formula():
     assert trainer.lr_at(cos, 50, 101) == pytest.approx(5.5e-4)
     assert trainer.lr_at(cos, 75, 101) == pytest.approx(1e-4 + 9e-4 * (1 - math.sqrt(0.5)) / 2)
     assert trainer.lr_at(cos, 100, 101) == pytest.approx(1e-4)
+    floor = replace(cos, lr_min=3e-4)                                       # another floor than the default
+    assert [trainer.lr_at(floor, k, 101) for k in (50, 100)] == pytest.approx([6.5e-4, 3e-4])
     # and the trainer uses it: one optimiser step per RL step here, the row reports the last lr
     h = train(replace(cos, steps=3, warmup_steps=2), progress=False)
     assert h.series("lr")[1] == pytest.approx([0.5 * 1e-3, 5.5e-4, 1e-4])    # k = 0, 1, 2 of N = 3
