@@ -16,6 +16,26 @@ sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("npm")),
                                 reason="needs Debian's chromium and npm")
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def offline_tab(p, width: int, height: int, left_the_machine: list | None = None):
+    """(browser, tab): headless chromium at width x height that loads file:// URLs only; every other
+    request is aborted and its URL appended to ``left_the_machine``."""
+    browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    blocked = [] if left_the_machine is None else left_the_machine
+
+    def block_network(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", block_network)
+    return browser, context.new_page()
 
 
 def test_chapter_page_renders_offline_with_plots_formulas_and_widgets(tmp_path):
@@ -24,21 +44,7 @@ def test_chapter_page_renders_offline_with_plots_formulas_and_widgets(tmp_path):
     page = site.export(ROOT / "notebooks" / "02_group_advantages.ipynb", tmp_path)
     left_the_machine, errors = [], []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-
-        def block_network(route):
-            if route.request.url.startswith("file://"):
-                route.continue_()
-            else:
-                left_the_machine.append(route.request.url)
-                route.abort()
-
-        context.route("**/*", block_network)
-        tab = context.new_page()
+        browser, tab = offline_tab(p, 1400, 1000, left_the_machine)
         tab.on("pageerror", lambda exc: errors.append(str(exc)))
         tab.goto(page.as_uri())
         tab.wait_for_function("document.querySelectorAll('.MathJax_CHTML').length > 10", timeout=30_000)
@@ -58,13 +64,7 @@ def test_saved_panel_is_inert_says_so_and_keeps_its_table_in_a_monospace_font(tm
     (tmp_path / "vendor").symlink_to(ROOT / "site" / "vendor")
     page = site.export(ROOT / "notebooks" / "03_loss_aggregation.ipynb", tmp_path)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        tab = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
-                  else route.abort())
+        browser, tab = offline_tab(p, 1366, 768)
         tab.goto(page.as_uri())
         tab.wait_for_selector(".course-panel-view pre", timeout=30_000)
         note = tab.locator(".course-static-note").inner_text()
@@ -99,13 +99,7 @@ def test_index_and_chapter_page_are_set_in_the_notebooks_fonts_and_spacing(tmp_p
     # as a chapter saved before its panels' tables carried their own line height: the page's rule holds
     page.write_text(page.read_text().replace("line-height: var(--jp-code-line-height, 1.3077)", ""))
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=shutil.which("chromium"),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        tab = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
-                  else route.abort())
+        browser, tab = offline_tab(p, 1366, 768)
         tab.goto(index.as_uri())
         listed = tab.evaluate("""() => ({h1: getComputedStyle(document.querySelector('h1')).fontFamily,
           cell: getComputedStyle(document.querySelector('.course-index td')).fontFamily,
