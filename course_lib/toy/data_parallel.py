@@ -63,19 +63,21 @@ def token_means_over_ranks(metrics: dict, keys, mask: Tensor, dp: DataParallel |
     return {k: v * w if k in keys and isinstance(v, Tensor) else v for k, v in metrics.items()}
 
 
+def _all_gather_cat(t: Tensor, dp: DataParallel) -> Tensor:
+    """Every rank's ``t`` (same shape on each) concatenated along dim 0 in rank order."""
+    import torch.distributed as dist
+    parts = [torch.empty_like(t) for _ in range(dp.world_size)]
+    dist.all_gather(parts, t.contiguous())
+    return torch.cat(parts)
+
+
 def gather_collected(got: Collected, dp: DataParallel | None) -> Collected:
     """One step's sampling on every rank as one Collected (its per-response tensors all-gathered, its
     time and tokens this rank's), so the sampling metrics are the whole batch's. Identity in one process."""
     if dp is None:
         return got
-    import torch.distributed as dist
-
-    def cat(t: Tensor) -> Tensor:
-        parts = [torch.empty_like(t) for _ in range(dp.world_size)]
-        dist.all_gather(parts, t.contiguous())
-        return torch.cat(parts)
-    return Collected(None, cat(got.rewards), cat(got.correct), cat(got.lengths), cat(got.truncated),
-                     got.seconds, got.tokens, got.flops)
+    gathered = [_all_gather_cat(t, dp) for t in (got.rewards, got.correct, got.lengths, got.truncated)]
+    return Collected(None, *gathered, got.seconds, got.tokens, got.flops)
 
 
 def whole_batch(rewards: Tensor, mask: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, slice]:
@@ -89,13 +91,9 @@ def whole_batch(rewards: Tensor, mask: Tensor, dp: DataParallel | None) -> tuple
     T = torch.tensor([mask.shape[1]])
     dist.all_reduce(T, op=dist.ReduceOp.MAX)
     padded = torch.nn.functional.pad(mask, (0, int(T) - mask.shape[1]), value=False)     # [b, T_max]
-
-    def cat(t: Tensor) -> Tensor:
-        parts = [torch.empty_like(t) for _ in range(dp.world_size)]
-        dist.all_gather(parts, t.contiguous())
-        return torch.cat(parts)
     b = len(rewards)
-    return cat(rewards), cat(padded), slice(dp.rank * b, (dp.rank + 1) * b)
+    return (_all_gather_cat(rewards, dp), _all_gather_cat(padded, dp),
+            slice(dp.rank * b, (dp.rank + 1) * b))
 
 
 def this_rank(cfg: ToyConfig) -> int:
