@@ -143,3 +143,76 @@ def test_policy_never_emits_pad():
     prompts = AdditionTask().prompts("heldout")[:32]
     roll = sample(model, prompts, 6, generator=torch.Generator().manual_seed(0))
     assert not ((roll.responses == PAD) & roll.mask).any()
+
+
+# ---- the shared-prefix forward: a group's prompt runs once, the numbers are a full forward's --------
+def _grouped_batch(dtype=torch.float64, G=4):
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=2, d_model=32, n_head=4, block_size=12, dtype=dtype)
+    prompts = AdditionTask().prompts("heldout")[:16].repeat_interleave(G, dim=0)     # [16 G, Lp], groups
+    roll = sample(model, prompts, 6, generator=torch.Generator().manual_seed(5))
+    return model, prompts, roll
+
+
+def _full_forward_logits(model, prompts, responses):
+    """Every row's whole sequence through the model at once: no cache, no sharing."""
+    seq = torch.cat([prompts, responses], dim=1)
+    return model(seq[:, :-1])[:, prompts.shape[1] - 1:]
+
+
+def test_the_shared_prefix_forward_gives_a_full_forwards_log_probs_and_gradients():
+    model, prompts, roll = _grouped_batch()
+    weight = torch.randn(roll.responses.shape, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    grads = []
+    for logits_of in (response_logits, _full_forward_logits):
+        model.zero_grad()
+        logp, _ = token_logp(logits_of(model, prompts, roll.responses), roll.responses)
+        (logp * weight * roll.mask).sum().backward()
+        grads.append((logp.detach(), [p.grad.clone() for p in model.parameters()]))
+    (shared, g_shared), (full, g_full) = grads
+    assert torch.allclose(shared, full, rtol=0, atol=1e-12)
+    for name, a, b in zip(dict(model.named_parameters()), g_shared, g_full):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-13), f"{name}: {(a - b).abs().max():.2e}"
+
+
+def test_each_distinct_prompt_runs_once_in_sampling_and_in_the_learners_forward():
+    """The first block sees P prompt rows plus B continuation rows, not B whole sequences."""
+    model, prompts, roll = _grouped_batch(G=4)
+    rows = []
+    model.blocks[0].register_forward_hook(lambda mod, args, out: rows.append(tuple(args[0].shape[:2])))
+    response_logits(model, prompts, roll.responses)
+    Lp, T = prompts.shape[1], roll.responses.shape[1]
+    assert rows == [(16, Lp), (64, T - 1)], rows
+    rows.clear()
+    sample(model, prompts, 6, generator=torch.Generator().manual_seed(5))
+    assert rows[0] == (16, Lp) and all(r == (64, 1) for r in rows[1:]), rows
+
+
+def test_prompts_without_repeats_keep_one_plain_forward():
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=2, d_model=32, n_head=4, block_size=12)
+    prompts = AdditionTask().prompts("heldout")[:8]
+    roll = sample(model, prompts, 6, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(response_logits(model, prompts, roll.responses),
+                       _full_forward_logits(model, prompts, roll.responses))
+
+
+def test_sharing_the_prompt_draws_the_same_tokens_as_sampling_every_row_alone():
+    """float64: the shared and unshared samplers see the same probabilities, so the same draws."""
+    model, prompts, roll = _grouped_batch()
+    alone = sample(model, prompts, 6, generator=torch.Generator().manual_seed(5), use_cache=False)
+    assert torch.equal(roll.responses, alone.responses)
+    assert torch.allclose(roll.rollout_logp, alone.rollout_logp, rtol=0, atol=1e-12)
+
+
+def test_a_chunk_after_a_cached_past_sees_every_past_key_and_only_its_own_earlier_positions():
+    """A multi-token chunk continuing a cache is causal counted from the end of the past (a mask aligned
+    to the first key would hide the past from all but the chunk's last query)."""
+    torch.manual_seed(0)
+    model = TinyGPT(n_layer=2, d_model=32, n_head=4, block_size=12, dtype=torch.float64)
+    seq = AdditionTask().prompts("heldout")[:5]
+    seq = torch.cat([seq, torch.randint(0, 10, (5, 4))], dim=1)                  # [5, 10]
+    cache: dict = {}
+    head = model(seq[:, :6], cache)
+    tail = model(seq[:, 6:], cache)
+    assert torch.allclose(torch.cat([head, tail], dim=1), model(seq), rtol=0, atol=1e-12)

@@ -4,6 +4,12 @@ log-probs of sampled responses.
 nanoGPT-shaped (pre-LayerNorm blocks, learned positions, untied head), about 100k parameters
 at width 64. Sampling feeds the prompt once and then one token per step, reusing the keys and
 values of earlier positions (the KV cache), so no step re-runs the prefix.
+
+A group's G responses share their prompt, so both sampling and the learner's forward run each
+distinct prompt once and hand every row its prompt's keys and values (``TinyGPT.prefill``): the
+shared-prefix forward of Prefix Grouper (arXiv 2506.05433). The outputs and gradients are those of
+a full forward of every row (the gradient reaching the prompt's positions is the sum over the
+group's rows); only float rounding differs, in the last bits of float32.
 """
 from __future__ import annotations
 
@@ -44,10 +50,18 @@ class Block(nn.Module):
             k_buf[:, :, start:start + L] = k
             v_buf[:, :, start:start + L] = v
             k, v = k_buf[:, :, :start + L], v_buf[:, :, :start + L]   # [B, H, L_past + L, Dh]
-            causal = L > 1                                       # the prompt chunk needs its own mask
-            att = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            if L == 1 or start == 0:                             # one new token, or the first chunk
+                att = F.scaled_dot_product_attention(q, k, v, is_causal=L > 1)
+            else:                                                # a chunk after a past: query i sees
+                mask = torch.ones(L, start + L, dtype=torch.bool, device=x.device).tril(start)  # keys <= start + i
+                att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(att.transpose(1, 2).reshape(B, L, D))
         return x + self.mlp(self.ln2(x))
+
+
+def repeats_a_row(prompts: Tensor) -> bool:
+    """Whether some row of ``prompts`` [B, L] equals the row before it (a group's shared prompt)."""
+    return len(prompts) > 1 and bool((prompts[1:] == prompts[:-1]).all(dim=1).any())
 
 
 class TinyGPT(nn.Module):
@@ -88,7 +102,41 @@ class TinyGPT(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
-    def forward(self, tokens: Tensor, cache: dict | None = None) -> Tensor:
+    def forward(self, tokens: Tensor, cache: dict | None = None, *, continuation: Tensor | None = None) -> Tensor:
+        """tokens [B, L] -> logits [B, L, V], continuing ``cache`` when given.
+
+        With ``continuation`` [B, Lc] (the learner's forward of sampled responses): ``tokens`` are the
+        prompts, each distinct one run once (``prefill``), and the continuation follows its prompt's
+        cache -> the logits [B, 1 + Lc, V] of the last prompt position and of the continuation. (One
+        call of the module, so a DDP wrapper sees one forward.)"""
+        if continuation is None:
+            return self._logits(tokens, cache)
+        if not repeats_a_row(tokens):                            # nothing shared: one plain forward
+            return self._logits(torch.cat([tokens, continuation], dim=1), None)[:, tokens.shape[1] - 1:]
+        cache, first = self.prefill(tokens)                      # [B, V]
+        if continuation.shape[1] == 0:
+            return first[:, None]
+        return torch.cat([first[:, None], self._logits(continuation, cache)], dim=1)
+
+    def prefill(self, prompts: Tensor) -> tuple[dict, Tensor]:
+        """Feed the prompts into a fresh KV cache, each distinct prompt once -> (cache, logits [B, V]
+        of every row's last prompt position).
+
+        Rows whose prompt repeats the row before (a group's G samples) share one forward of it: the
+        distinct prompts run as a batch of P, then every row receives its prompt's keys and values
+        (an index, so gradients flow back summed over the group). Without repeats: one forward of B rows.
+        """
+        cache: dict = {}
+        if not repeats_a_row(prompts):
+            return cache, self._logits(prompts, cache)[:, -1]
+        distinct, owner = torch.unique_consecutive(prompts, dim=0, return_inverse=True)
+        last = self._logits(distinct, cache)[:, -1]              # [P, V]
+        for layer in range(self.n_layer):
+            k_buf, v_buf = cache[layer]
+            cache[layer] = (k_buf[owner], v_buf[owner])          # [B, H, size, Dh]
+        return cache, last[owner]
+
+    def _logits(self, tokens: Tensor, cache: dict | None) -> Tensor:
         start = 0 if cache is None else cache.get("len", 0)
         L = tokens.shape[1]
         if cache is not None:
@@ -177,9 +225,12 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     B = prompts.shape[0]
     dev = prompts.device
-    cache: dict | None = {} if use_cache else None
     seq = prompts
-    logits = full_precision(model(prompts, cache)[:, -1])                # [B, V]
+    if use_cache:
+        cache, last = model.prefill(prompts)
+        logits = full_precision(last)                            # [B, V]
+    else:
+        cache, logits = None, full_precision(model(prompts)[:, -1])
     toks, logps = [], []
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     for _ in range(max_new_tokens):
@@ -209,10 +260,11 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
 
 
 def response_logits(model: TinyGPT, prompts: Tensor, responses: Tensor) -> Tensor:
-    """The learner's full forward: logits [B, T, V] that predicted each response token."""
-    seq = torch.cat([prompts, responses], dim=1)                 # [B, Lp + T]
-    logits = model(seq[:, :-1])                                  # position i predicts token i + 1
-    return full_precision(logits[:, prompts.shape[1] - 1:])      # [B, T, V]
+    """The learner's forward: logits [B, T, V] that predicted each response token (the last prompt
+    position predicts the first; response position t predicts t + 1). Each distinct prompt runs once
+    (``TinyGPT.prefill``), then the responses continue their prompt's cache in one chunk. ``model``:
+    a TinyGPT or a module wrapping one (DDP)."""
+    return full_precision(model(prompts, continuation=responses[:, :-1]))   # [B, T, V]
 
 
 def token_logp(logits: Tensor, responses: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
