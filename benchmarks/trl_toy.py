@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from course_lib import frameworks as fw                       # noqa: E402
 from course_lib.toy.config import make_config                 # noqa: E402
-from course_lib.toy.history import config_record              # noqa: E402
+from course_lib.toy.history import config_record, cpu_model   # noqa: E402
 from course_lib.toy.task import EOS, PAD, PROMPT_LEN, AdditionTask, correctness, to_text   # noqa: E402
 from course_lib.toy.trainer import build_model, heldout_accuracy, train, warm_start   # noqa: E402
 
@@ -291,7 +291,7 @@ def environment(threads: int) -> dict:
     import accelerate
     import transformers
     import trl
-    return {"machine": platform.machine(), "cpus": os.cpu_count(), "threads": threads,
+    return {"machine": platform.machine(), "cpu": cpu_model(), "cpus": os.cpu_count(), "threads": threads,
             "torch": torch.__version__, "capability": torch.backends.cpu.get_cpu_capability(),
             "trl": trl.__version__, "transformers": transformers.__version__,
             "accelerate": accelerate.__version__, "python": platform.python_version(),
