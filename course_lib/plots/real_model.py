@@ -19,9 +19,23 @@ TOKEN_SCALES = {
 }
 
 
+def contrast(rgb_a, rgb_b) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours (components in 0..1): 1 (none) to 21 (black on white)."""
+    def luminance(rgb):
+        lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(rgb_a), luminance(rgb_b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def text_colour(background) -> str:
+    """"black" or "white", whichever contrasts more with ``background`` (at least 4.58:1 for any colour)."""
+    return "black" if contrast(background, (0, 0, 0)) >= contrast(background, (1, 1, 1)) else "white"
+
+
 class TokenView:
     """A reply as HTML, one span per token, its background coloured by a value; hovering a token shows
-    the value. The text stays readable (dark on light, white on the darkest)."""
+    the value. The text is black or white, whichever contrasts more with its background."""
 
     def __init__(self, texts: list[str], values: list[float], quantity: str, title: str = ""):
         if quantity not in TOKEN_SCALES:
@@ -36,11 +50,10 @@ class TokenView:
         norm = TwoSlopeNorm(centre, lo, hi) if centre is not None else Normalize(lo, hi, clip=True)
         spans = []
         for text, v in zip(self.texts, self.values):
-            level = float(norm(min(max(v, lo), hi)))
-            strength = abs(level - 0.5) * 2 if centre is not None else level
-            colour = "white" if strength > 0.75 else "black"
+            background = cmap(float(norm(min(max(v, lo), hi))))
             shown = html.escape(text).replace("\n", "↵<br>") or "∅"
-            spans.append(f'<span title="{v:.3f}" style="background:{to_hex(cmap(level))};color:{colour};'
+            spans.append(f'<span title="{v:.3f}" style="background:{to_hex(background)};'
+                         f'color:{text_colour(background)};'
                          f'padding:1px 0;border-radius:2px">{shown}</span>')
         legend = (f'<div style="font-size:85%;color:#555">{html.escape(self.quantity)}: colour from {lo:g} '
                   f'to {hi:g} ({cmap_name}); hover a token for its value</div>')
@@ -85,7 +98,8 @@ def clip_by_lr_plot(steps: dict[str, dict]) -> plt.Figure:
         ax.plot(x, [100 * steps[lr][key] for lr in lrs], "o-", color=colour, label=label)
     ax.set_xticks(list(x), [f"lr {lr}" for lr in lrs])
     ax.set_ylabel("share clipped (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(-3, 145)                     # room above 100% for the legend, so no marker is cut or hidden
+    ax.set_yticks(range(0, 101, 20))
     ax.set_title("One AdamW step on the real model: what the clip would remove")
     ax.legend(fontsize=8, loc="upper left")
     light_grid(ax)
