@@ -229,11 +229,12 @@ class ChatLM:
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
     def sample(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-               top_p: float = 1.0, seed: int = 0) -> Rollout:
+               top_p: float = 1.0, seed: int = 0, greedy: bool = False) -> Rollout:
         """Sample one response per prompt with the KV cache, seeded (the same seed and prompts give the
         same tokens on the same float path). ``temperature`` > 0 divides the logits; ``top_p`` < 1 keeps the
         smallest set of tokens whose probability reaches it. The log-prob stored per token is that of the
-        tempered distribution before the top-p cut (what a trainer recomputes)."""
+        tempered distribution before the top-p cut (what a trainer recomputes). ``greedy``: the most
+        probable token at every step instead of a draw."""
         if not prompts or not all(prompts):
             raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
         if not temperature > 0:
@@ -261,7 +262,8 @@ class ChatLM:
             probs = logp.exp()
             if top_p < 1:
                 probs = top_p_filter(probs, top_p)
-            tok = torch.multinomial(probs, 1, generator=gen).squeeze(1)                # [B]
+            tok = (logp.argmax(dim=-1) if greedy
+                   else torch.multinomial(probs, 1, generator=gen).squeeze(1))            # [B]
             tok = torch.where(done, torch.full_like(tok, self.pad_id), tok)
             out[:, t] = tok
             logp_out[:, t] = torch.where(done, 0.0, logp.gather(1, tok[:, None]).squeeze(1))

@@ -4,13 +4,13 @@ over the whole vocabulary, and per-token entropy. Each takes a ``course_lib.lm.C
 and returns plain numbers, so the chapter, the stored runs (benchmarks/real_lm_tokens.py) and the tests
 compute them the same way.
 
-The task is chapter 13's: single-digit addition asked in chat form, rewarded by the last integer of the
-reply (the only measured candidate whose sampled pass@1 at temperature 1 lies between 10% and 60%)."""
+The task is chapter 13's (``lm_task``): single-digit addition asked in chat form, rewarded by the last
+integer of the reply (the only measured candidate whose sampled pass@1 at temperature 1 lies between 10% and
+60%)."""
 from __future__ import annotations
 
 import copy
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -20,47 +20,15 @@ from torch import Tensor
 from . import kl as kl_lib
 from .advantages import group_advantages
 from .lm import ChatLM, Rollout
+from .lm_task import SYSTEM, Questions, addition_questions, last_integer  # noqa: F401 (chapter 12 reads them here)
 from .masking import masked_mean
 from .ratios import clip_stats
 from .sim.kl import estimator_gradients
 
-SYSTEM = "You are a careful assistant. Solve the problem and end with 'Answer: <number>'."
 TIS_CAP = 2.0                           # verl's Token-TIS / Seq-TIS presets
 SEQ_MIS_BOUNDS = (0.5, 2.0)             # verl's Seq-MIS preset: seq_sum_k1 "0.5_2.0"
 GEO_RS_BOUNDS = (0.999, 1.001)          # verl's Geo-RS preset: seq_mean_k1 "0.999_1.001"
 FORKING_THRESHOLD = 0.672               # nats: the 80th percentile of token entropy in arXiv 2506.01939
-
-
-# ------------------------------------------------------------------------------------------- the task
-
-@dataclass(frozen=True)
-class Questions:
-    """P addition questions, each asked G times in a row (B = P * G rows, groups contiguous)."""
-    texts: list[str]
-    answers: list[int]
-    group_size: int
-
-    def prompts(self, model: ChatLM) -> list[list[int]]:
-        ids = [model.chat_ids(t, SYSTEM) for t in self.texts]
-        return [p for p in ids for _ in range(self.group_size)]
-
-    def rewards(self, replies: list[str]) -> Tensor:
-        """1.0 where a reply's last integer is the sum, else 0.0; [B]."""
-        want = [a for a in self.answers for _ in range(self.group_size)]
-        return torch.tensor([float(last_integer(r) == a) for r, a in zip(replies, want)])
-
-
-def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questions:
-    """Single-digit sums "What is a + b?" (a, b in 0..9), drawn with a seeded generator."""
-    g = torch.Generator().manual_seed(seed)
-    ab = torch.randint(0, 10, (n_prompts, 2), generator=g).tolist()
-    return Questions([f"What is {a} + {b}?" for a, b in ab], [a + b for a, b in ab], group_size)
-
-
-def last_integer(text: str) -> int | None:
-    """The last integer in a reply (the verifier), or None."""
-    found = re.findall(r"-?\d+", text)
-    return int(found[-1]) if found else None
 
 
 # ------------------------------------------------------------------------------------------- ratios

@@ -208,3 +208,13 @@ def test_a_test_cannot_open_a_socket_to_another_host():
     from pytest_socket import SocketConnectBlockedError
     with pytest.raises(SocketConnectBlockedError):
         socket.create_connection(("192.0.2.1", 80), timeout=0.1)   # a documentation address (TEST-NET-1)
+
+
+def test_greedy_decoding_takes_the_most_probable_token_at_every_step(model, prompts):
+    roll = model.sample(prompts[:2], max_new_tokens=12, greedy=True)
+    with torch.no_grad():
+        logits = model.response_logits(roll.prompts, roll.response, roll.lengths)       # [B, T, V]
+    best = logits.argmax(dim=-1)
+    assert torch.equal(best[roll.mask], roll.response[roll.mask])
+    again = model.sample(prompts[:2], max_new_tokens=12, greedy=True, seed=5)           # no draw: no seed
+    assert torch.equal(again.response, roll.response)

@@ -1,0 +1,104 @@
+"""The real model's task: single-digit addition asked in chat form, with an exact and a format verifier.
+
+A question is "What is a + b?" (a, b in 0..9) in the user turn, after a short system instruction that asks
+for the answer as "Answer: <number>"; the prompt is built by the model's own chat template
+(``ChatLM.chat_ids``). Two verifiers read the decoded reply:
+
+- ``exact``: the reply's last integer is a + b (chapter 12's reward, and the accuracy chapter 13 reports);
+- ``format``: the reply states its answer where the instruction asks, "Answer: <integer>", right or wrong.
+
+Of the tasks measured on this model (``../shared/reference/real_lm.md`` in the course's sources), it is the
+one whose sampled pass@1 at temperature 1 lies between 10% and 60%, while greedy decoding and pass@8 are far
+higher: a task RL can sharpen. ``ChatAdditionTask`` fixes a split of the 100 (a, b) pairs: the held-out pairs
+(every wording of them) are never trained on, so a sum learned in one wording cannot leak into the held-out
+score through another.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+SYSTEM = "You are a careful assistant. Solve the problem and end with 'Answer: <number>'."
+WORDINGS = ("What is {a} + {b}?", "Compute {a} + {b}.", "{a} + {b} = ?")
+_STATED = re.compile(r"Answer:\s*(-?\d+)")
+
+
+def last_integer(text: str) -> int | None:
+    """The last integer in a reply (the exact verifier reads it), or None."""
+    found = re.findall(r"-?\d+", text)
+    return int(found[-1]) if found else None
+
+
+def stated_answer(text: str) -> int | None:
+    """The integer the reply states as "Answer: <n>" (the last such statement), or None."""
+    found = _STATED.findall(text)
+    return int(found[-1]) if found else None
+
+
+def exact(reply: str, answer: int) -> float:
+    return float(last_integer(reply) == answer)
+
+
+def formatted(reply: str, answer: int | None = None) -> float:
+    """1.0 when the reply states an answer as asked ("Answer: <integer>"), whether or not it is right."""
+    return float(stated_answer(reply) is not None)
+
+
+VERIFIERS = {"exact": exact, "format": formatted}
+
+
+@dataclass(frozen=True)
+class Questions:
+    """P addition questions, each asked G times in a row (B = P * G rows, groups contiguous)."""
+    texts: list[str]
+    answers: list[int]
+    group_size: int
+
+    def prompts(self, model) -> list[list[int]]:
+        """The chat prompts' token ids, each repeated G times (``model``: a ``lm.ChatLM``)."""
+        ids = [model.chat_ids(t, SYSTEM) for t in self.texts]
+        return [p for p in ids for _ in range(self.group_size)]
+
+    def rewards(self, replies: list[str], verifier: str = "exact") -> Tensor:
+        """The verifier's 0/1 verdict on each reply [B] (float)."""
+        if verifier not in VERIFIERS:
+            raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {verifier!r}")
+        if len(replies) != len(self.texts) * self.group_size:
+            raise ValueError(f"{len(replies)} replies for {len(self.texts)} questions x G = {self.group_size}")
+        want = [a for a in self.answers for _ in range(self.group_size)]
+        return torch.tensor([VERIFIERS[verifier](r, a) for r, a in zip(replies, want)])
+
+
+def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questions:
+    """Single-digit sums "What is a + b?" (a, b in 0..9), drawn with a seeded generator (chapter 12)."""
+    g = torch.Generator().manual_seed(seed)
+    ab = torch.randint(0, 10, (n_prompts, 2), generator=g).tolist()
+    return Questions([f"What is {a} + {b}?" for a, b in ab], [a + b for a, b in ab], group_size)
+
+
+@dataclass(frozen=True)
+class ChatAdditionTask:
+    """The 100 pairs (a, b), a, b in 0..9, in every wording of ``WORDINGS``, split once by pair: ``n_heldout``
+    pairs are held out (all their wordings), the rest are trained on. The split depends on ``split_seed``
+    only, so every run is scored on the same held-out questions."""
+    n_heldout: int = 20
+    split_seed: int = 1234
+
+    def __post_init__(self):
+        if not 1 <= self.n_heldout <= 99:
+            raise ValueError(f"n_heldout must be in 1..99 pairs (of 100), got {self.n_heldout}")
+
+    def pairs(self, split: str = "train") -> list[tuple[int, int]]:
+        perm = torch.randperm(100, generator=torch.Generator().manual_seed(self.split_seed)).tolist()
+        chosen = {"train": perm[self.n_heldout:], "heldout": perm[:self.n_heldout]}.get(split)
+        if chosen is None:
+            raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+        return [(i // 10, i % 10) for i in sorted(chosen)]
+
+    def questions(self, split: str = "train", group_size: int = 1) -> Questions:
+        """Every wording of every pair of the split, in a fixed order, each asked ``group_size`` times."""
+        items = [(w.format(a=a, b=b), a + b) for a, b in self.pairs(split) for w in WORDINGS]
+        return Questions([t for t, _ in items], [s for _, s in items], group_size)

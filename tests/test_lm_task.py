@@ -1,0 +1,106 @@
+"""The real model's chat task: its verifiers on hand-made replies, its split, its prompts."""
+import json
+from pathlib import Path
+
+import pytest
+
+from course_lib import lm_task
+from course_lib.lm_task import ChatAdditionTask, Questions, exact, formatted, last_integer, stated_answer
+
+
+@pytest.mark.parametrize("reply, answer, want_exact, want_format", [
+    ("3 + 4 = 7. Answer: 7", 7, 1.0, 1.0),
+    ("Answer: 7", 7, 1.0, 1.0),
+    ("Answer:7", 7, 1.0, 1.0),             # no space: still the format asked for
+    ("The sum is 7.", 7, 1.0, 0.0),        # right, but not stated as asked
+    ("Answer: 8", 7, 0.0, 1.0),            # stated as asked, but wrong
+    ("Answer: 7, or maybe 8", 7, 0.0, 1.0),  # the exact verifier reads the last integer
+    ("I think 7. Answer: 7.\nCheck: 3 + 4 = 7", 7, 1.0, 1.0),
+    ("no number at all", 7, 0.0, 0.0),
+    ("answer: 7", 7, 1.0, 0.0),            # the format is case-sensitive: "Answer:"
+    ("3 - 5 = -2. Answer: -2", -2, 1.0, 1.0),
+])
+def test_verifiers_on_hand_made_replies(reply, answer, want_exact, want_format):
+    assert exact(reply, answer) == want_exact
+    assert formatted(reply, answer) == want_format
+
+
+def test_the_readers_of_a_reply():
+    assert last_integer("10 apples, 12 pears") == 12 and last_integer("none") is None
+    assert stated_answer("Answer: 3 ... Answer: 5") == 5 and stated_answer("3") is None
+
+
+def test_the_split_is_by_pair_fixed_and_covers_every_pair_once():
+    task = ChatAdditionTask()
+    train, held = task.pairs("train"), task.pairs("heldout")
+    assert len(held) == 20 and len(train) == 80
+    assert not set(train) & set(held) and set(train) | set(held) == {(a, b) for a in range(10) for b in range(10)}
+    assert held == ChatAdditionTask().pairs("heldout")                       # the same every time
+    assert held != ChatAdditionTask(split_seed=7).pairs("heldout")
+    assert len(ChatAdditionTask(n_heldout=30).pairs("heldout")) == 30
+
+
+def test_no_held_out_sum_is_asked_in_training_in_any_wording():
+    task = ChatAdditionTask()
+    train_texts = set(task.questions("train").texts)
+    for a, b in task.pairs("heldout"):
+        for w in lm_task.WORDINGS:
+            assert w.format(a=a, b=b) not in train_texts
+
+
+def test_questions_repeat_each_prompt_in_a_contiguous_group_and_grade_in_order():
+    q = ChatAdditionTask().questions("heldout", group_size=3)
+    assert len(q.texts) == 20 * len(lm_task.WORDINGS) and q.group_size == 3
+    a, b = ChatAdditionTask().pairs("heldout")[0]
+    assert q.texts[0] == f"What is {a} + {b}?" and q.answers[0] == a + b
+    two = Questions(["What is 1 + 1?", "What is 2 + 2?"], [2, 4], 2)
+    assert two.rewards(["2", "Answer: 3", "4", "5"]).tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert two.rewards(["Answer: 2", "2", "x", "Answer: 9"], "format").tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="split must be"):
+        ChatAdditionTask().pairs("test")
+    with pytest.raises(ValueError, match="n_heldout must be in 1..99"):
+        ChatAdditionTask(n_heldout=0)
+    with pytest.raises(ValueError, match="verifier must be one of"):
+        Questions(["q"], [1], 1).rewards(["1"], "contains")
+    with pytest.raises(ValueError, match="3 replies for 1 questions x G = 2"):
+        Questions(["q"], [1], 2).rewards(["1", "1", "1"])
+
+
+# ---- the stored measurement of where the model starts (benchmarks/real_lm_task.py) ---------------
+RECORD = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "real_lm_task.json"
+
+
+def test_the_stored_start_is_of_todays_task_and_its_summaries_are_its_own_data():
+    rec = json.loads(RECORD.read_text())
+    task = ChatAdditionTask()
+    assert rec["settings"]["questions"] == len(task.questions("heldout").texts)
+    G = rec["settings"]["group_size"]
+    greedy = rec["greedy"]
+    assert len(greedy["exact_per_question"]) == rec["settings"]["questions"]
+    assert greedy["pass@1"] == pytest.approx(sum(greedy["exact_per_question"]) / rec["settings"]["questions"])
+    assert len(rec["seeds"]) >= 3, "the start is measured over at least 3 sampling seeds"
+    for seed, s in rec["seeds"].items():
+        groups = s["correct_per_group"]
+        assert len(groups) == rec["settings"]["questions"] and all(0 <= c <= G for c in groups)
+        assert s["pass@1"] == pytest.approx(sum(groups) / (G * len(groups))), seed
+        assert s[f"pass@{G}"] == pytest.approx(sum(c > 0 for c in groups) / len(groups)), seed
+        assert 0.1 <= s["pass@1"] <= 0.6, f"seed {seed}: sampled pass@1 {s['pass@1']} outside the 10-60% band"
+
+
+def test_greedy_replies_to_a_slice_of_held_out_questions_get_their_stored_verdicts():
+    """Greedy decoding draws nothing, so the verdicts repeat; another CPU's float path may flip a
+    near-tie between two tokens, hence one disagreement in the slice is allowed (and printed)."""
+    from course_lib import lm
+    rec = json.loads(RECORD.read_text())
+    model = lm.load("fp32")
+    q = ChatAdditionTask().questions("heldout")
+    n = 4
+    roll = model.sample(q.prompts(model)[:n], max_new_tokens=rec["settings"]["max_new_tokens"], greedy=True)
+    got = [exact(r, a) for r, a in zip(model.responses_text(roll), q.answers[:n])]
+    want = rec["greedy"]["exact_per_question"][:n]
+    differ = [i for i in range(n) if got[i] != want[i]]
+    print(f"greedy verdicts here {got}, stored {want}")
+    assert len(differ) <= 1, f"questions {differ}: greedy verdicts {got}, stored {want}"
