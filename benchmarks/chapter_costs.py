@@ -49,8 +49,11 @@ def render(rows: list[tuple[str, dict]]) -> str:
                      f"{'passes' if m['rc'] == 0 else 'FAILS'} |")
     total = sum(m["wall_s"] for _, m in rows)
     lines.append("")
-    lines.append(f"Measured {time.strftime('%Y-%m-%d')} by `make costs` on {platform.machine()}, "
-                 f"{_cores()} cores, Python {platform.python_version()}; all chapters together "
+    import torch
+    from course_lib.toy.history import cpu_model
+    lines.append(f"Measured {time.strftime('%Y-%m-%d')} by `make costs` on {cpu_model()} (PyTorch capability "
+                 f"{torch.backends.cpu.get_cpu_capability()}), {_cores()} cores, Python {platform.python_version()}; "
+                 f"all chapters together "
                  f"{total:.0f} s. Each figure includes starting a fresh kernel (about 2 s).")
     return "\n".join(lines)
 
