@@ -296,20 +296,58 @@ class ChatLM:
         where = torch.where(lengths_mask(lengths.to(self.device), T), where, 0)    # [B, T]
         return ids, attn, where
 
-    def response_logits(self, prompts, response, lengths, *, padding: str = "left") -> torch.Tensor:
-        """float32 logits ``[B, T, V]`` that predict each response token (the position before it)."""
+    def response_logits(self, prompts, response, lengths, *, padding: str = "left",
+                        share_prompts: bool = False) -> torch.Tensor:
+        """float32 logits ``[B, T, V]`` that predict each response token (the position before it).
+
+        ``share_prompts``: rows whose prompt repeats the row before (a group's samples) share one forward
+        of it (``shared_prompt_logits``); the same logits up to float rounding, in less time."""
+        if share_prompts:
+            if padding != "left":
+                raise ValueError("share_prompts=True lays the batch out itself (prompts left-padded, replies "
+                                 f"after them); padding={padding!r} does not apply: leave it 'left'")
+            return self.shared_prompt_logits(prompts, response, lengths)
         ids, attn, where = self.response_batch(prompts, response, lengths, padding)
         hidden, _ = self.body(ids, attn)                                             # [B, L, H]
         before = (where - 1).clamp(min=0)                                            # shifted by one
         hidden = hidden.gather(1, before[..., None].expand(-1, -1, hidden.shape[-1]))  # [B, T, H]
         return self.logits(hidden)
 
+    def shared_prompt_logits(self, prompts, response, lengths) -> torch.Tensor:
+        """``response_logits`` with each distinct prompt run once: the distinct prompts (left-padded) fill
+        a KV cache, every row takes its prompt's keys and values (an index: gradients flow back summed
+        over the rows that share it), and the replies continue from there in one chunk, their positions
+        counting on from their prompt's. The shared-prefix forward of Prefix Grouper (arXiv 2506.05433)."""
+        from transformers import DynamicCache
+        check_response(response, lengths, len(prompts))
+        distinct, owner = [], []
+        for p in prompts:
+            if not distinct or list(p) != distinct[-1]:
+                distinct.append(list(p))
+            owner.append(len(distinct) - 1)
+        owner = torch.tensor(owner, device=self.device)                              # [B] -> its prompt
+        T = response.shape[1]
+        self._check_length(max(len(p) + n for p, n in zip(prompts, lengths.tolist())), "the longest prompt + response")
+        ids, attn = pad_batch(distinct, self.pad_id, "left", self.device)           # [P, Lp]
+        positions = (attn.cumsum(1) - 1).clamp(min=0)
+        hidden, cache = self.body(ids, attn, DynamicCache(config=self.model.config), positions)
+        first = self.logits(hidden[:, -1])[owner]                                    # [B, V]: the 1st token's
+        if T == 1:
+            return first[:, None]
+        cache.batch_select_indices(owner)                                            # [B, ...] per layer
+        reply = lengths_mask(lengths.to(self.device) - 1, T - 1).long()              # the tokens fed back
+        attn = torch.cat([attn[owner], reply], dim=1)
+        positions = positions[owner][:, -1:] + 1 + torch.arange(T - 1, device=self.device)[None, :]
+        hidden, _ = self.body(response[:, :-1].to(self.device), attn, cache, positions)   # [B, T - 1, H]
+        return torch.cat([first[:, None], self.logits(hidden)], dim=1)
+
     def score(self, prompts, response, lengths, *, temperature: float = 1.0, padding: str = "left",
-              entropy: bool = False, micro_batch: int | None = None):
+              entropy: bool = False, micro_batch: int | None = None, share_prompts: bool = False):
         """Per-token log-probs ``[B, T]`` of the given response tokens under the tempered distribution
         (0 on padding), and their entropies ``[B, T]`` in nats when ``entropy`` (else None), by a full
         forward of prompt + response. Differentiable; wrap in ``torch.no_grad()`` to score only.
-        ``micro_batch`` rows at a time keeps the ``[rows, T, V]`` logits small."""
+        ``micro_batch`` rows at a time keeps the ``[rows, T, V]`` logits small; ``share_prompts`` runs
+        each distinct prompt of a micro-batch once (``shared_prompt_logits``)."""
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         B = len(prompts)
@@ -317,7 +355,8 @@ class ChatLM:
         logps, ents = [], []
         for i in range(0, B, step):
             sl = slice(i, i + step)
-            logits = self.response_logits(prompts[sl], response[sl], lengths[sl], padding=padding)
+            logits = self.response_logits(prompts[sl], response[sl], lengths[sl], padding=padding,
+                                          share_prompts=share_prompts)
             lp, ent = token_logp_entropy(logits / temperature, response[sl].to(self.device), entropy)
             mask = lengths_mask(lengths[sl].to(self.device), response.shape[1])
             logps.append(torch.where(mask, lp, 0.0))

@@ -218,3 +218,48 @@ def test_greedy_decoding_takes_the_most_probable_token_at_every_step(model, prom
     assert torch.equal(best[roll.mask], roll.response[roll.mask])
     again = model.sample(prompts[:2], max_new_tokens=12, greedy=True, seed=5)           # no draw: no seed
     assert torch.equal(again.response, roll.response)
+
+
+# ---- the shared-prompt forward: a group's prompt runs once ------------------------------------------
+@pytest.fixture(scope="module")
+def grouped(model, prompts):
+    rows = [p for p in prompts[:2] for _ in range(3)]                 # 2 prompts x 3 samples, contiguous
+    return model.sample(rows, max_new_tokens=10, temperature=1.0, seed=4)
+
+
+def test_sharing_the_prompt_gives_the_full_forwards_log_probs_entropies_and_gradients(model, grouped):
+    out = {}
+    for share in (False, True):
+        model.model.zero_grad(set_to_none=True)
+        logp, ent = model.score(grouped.prompts, grouped.response, grouped.lengths, entropy=True,
+                                share_prompts=share)
+        (logp * torch.linspace(-1, 1, logp.numel()).view_as(logp)).sum().backward()
+        grad = torch.cat([p.grad.flatten() for p in model.model.parameters() if p.grad is not None])
+        out[share] = (logp.detach(), ent.detach(), grad)
+    model.model.zero_grad(set_to_none=True)
+    (lp_full, ent_full, g_full), (lp_shared, ent_shared, g_shared) = out[False], out[True]
+    assert (lp_full - lp_shared).abs().max() < 2e-4 and (ent_full - ent_shared).abs().max() < 2e-4
+    assert (lp_shared[~grouped.mask] == 0).all()
+    assert float((g_full - g_shared).norm() / g_full.norm()) < 1e-4
+
+
+def test_each_distinct_prompt_runs_once(model, grouped):
+    rows = []
+    hook = model.model.model.embed_tokens.register_forward_hook(lambda m, a, o: rows.append(tuple(a[0].shape)))
+    try:
+        with torch.no_grad():
+            model.score(grouped.prompts, grouped.response, grouped.lengths, share_prompts=True)
+    finally:
+        hook.remove()
+    T = grouped.response.shape[1]
+    assert rows == [(2, max(map(len, grouped.prompts))), (6, T - 1)], rows
+
+
+def test_sharing_handles_one_token_replies_prompts_without_repeats_and_refuses_right_padding(model, prompts):
+    one = model.sample(prompts[:3], max_new_tokens=1, seed=0)                # T = 1: the prompt's logits only
+    with torch.no_grad():
+        a = model.score(one.prompts, one.response, one.lengths, share_prompts=True)[0]
+        b = model.score(one.prompts, one.response, one.lengths)[0]
+    assert a.shape == (3, 1) and (a - b).abs().max() < 2e-4
+    with pytest.raises(ValueError, match="share_prompts=True lays the batch out itself"):
+        model.response_logits(one.prompts, one.response, one.lengths, padding="right", share_prompts=True)
