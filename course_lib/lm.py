@@ -226,15 +226,39 @@ class ChatLM:
         """float32 logits ``[..., V]`` from hidden states, through the head in ``head_dtype``."""
         return F.linear(hidden.to(self.head.dtype), self.head).float()
 
+    def prefill(self, prompts: list[list[int]], *, share: bool = False):
+        """Feed the prompts, left-padded, into a fresh KV cache -> (the hidden state of each row's last prompt
+        token ``[B, H]``, the cache, ``attn`` and ``positions`` ``[B, Lp]``). ``share``: rows whose prompt
+        repeats the row before (a group's samples) share one forward of it; every row then takes its
+        prompt's keys and values (an index: gradients flow back summed over the rows that share it)."""
+        from transformers import DynamicCache
+        owner = None
+        if share:
+            distinct, owner = [], []
+            for p in prompts:
+                if not distinct or list(p) != distinct[-1]:
+                    distinct.append(list(p))
+                owner.append(len(distinct) - 1)
+            prompts, owner = distinct, torch.tensor(owner, device=self.device)          # [B] -> its prompt
+        ids, attn = pad_batch(prompts, self.pad_id, "left", self.device)
+        positions = (attn.cumsum(1) - 1).clamp(min=0)
+        hidden, cache = self.body(ids, attn, DynamicCache(config=self.model.config), positions)
+        last = hidden[:, -1]
+        if owner is not None:
+            cache.batch_select_indices(owner)
+            last, attn, positions = last[owner], attn[owner], positions[owner]
+        return last, cache, attn, positions
+
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
     def sample(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-               top_p: float = 1.0, seed: int = 0, greedy: bool = False) -> Rollout:
+               top_p: float = 1.0, seed: int = 0, greedy: bool = False, share_prompts: bool = False) -> Rollout:
         """Sample one response per prompt with the KV cache, seeded (the same seed and prompts give the
         same tokens on the same float path). ``temperature`` > 0 divides the logits; ``top_p`` < 1 keeps the
         smallest set of tokens whose probability reaches it. The log-prob stored per token is that of the
         tempered distribution before the top-p cut (what a trainer recomputes). ``greedy``: the most
-        probable token at every step instead of a draw."""
+        probable token at every step instead of a draw. ``share_prompts``: a group's repeated prompt is fed
+        once (``prefill``); the draws are the same, the numbers equal up to float rounding."""
         if not prompts or not all(prompts):
             raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
         if not temperature > 0:
@@ -245,13 +269,10 @@ class ChatLM:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         P = max(map(len, prompts))
         self._check_length(P + max_new_tokens, f"the longest prompt ({P}) plus max_new_tokens ({max_new_tokens})")
-        ids, attn = pad_batch(prompts, self.pad_id, "left", self.device)           # [B, P]
         B = len(prompts)
         gen = torch.Generator(device=self.device).manual_seed(seed)
-        from transformers import DynamicCache
-        cache = DynamicCache(config=self.model.config)
-        positions = (attn.long().cumsum(1) - 1).clamp(min=0)
-        hidden, cache = self.body(ids, attn, cache, positions)
+        last, cache, attn, positions = self.prefill(prompts, share=share_prompts)   # attn [B, P]
+        hidden = last[:, None]
         out = torch.full((B, max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
         logp_out = torch.zeros(B, max_new_tokens, device=self.device)
         lengths = torch.full((B,), max_new_tokens, dtype=torch.long, device=self.device)
@@ -314,30 +335,19 @@ class ChatLM:
         return self.logits(hidden)
 
     def shared_prompt_logits(self, prompts, response, lengths) -> torch.Tensor:
-        """``response_logits`` with each distinct prompt run once: the distinct prompts (left-padded) fill
-        a KV cache, every row takes its prompt's keys and values (an index: gradients flow back summed
-        over the rows that share it), and the replies continue from there in one chunk, their positions
-        counting on from their prompt's. The shared-prefix forward of Prefix Grouper (arXiv 2506.05433)."""
-        from transformers import DynamicCache
+        """``response_logits`` with each distinct prompt run once (``prefill(share=True)``): the replies
+        continue from their prompt's keys and values in one chunk, their positions counting on from their
+        prompt's. The shared-prefix forward of Prefix Grouper (arXiv 2506.05433)."""
         check_response(response, lengths, len(prompts))
-        distinct, owner = [], []
-        for p in prompts:
-            if not distinct or list(p) != distinct[-1]:
-                distinct.append(list(p))
-            owner.append(len(distinct) - 1)
-        owner = torch.tensor(owner, device=self.device)                              # [B] -> its prompt
         T = response.shape[1]
         self._check_length(max(len(p) + n for p, n in zip(prompts, lengths.tolist())), "the longest prompt + response")
-        ids, attn = pad_batch(distinct, self.pad_id, "left", self.device)           # [P, Lp]
-        positions = (attn.cumsum(1) - 1).clamp(min=0)
-        hidden, cache = self.body(ids, attn, DynamicCache(config=self.model.config), positions)
-        first = self.logits(hidden[:, -1])[owner]                                    # [B, V]: the 1st token's
+        last, cache, attn, positions = self.prefill(prompts, share=True)
+        first = self.logits(last)                                                    # [B, V]: the 1st token's
         if T == 1:
             return first[:, None]
-        cache.batch_select_indices(owner)                                            # [B, ...] per layer
         reply = lengths_mask(lengths.to(self.device) - 1, T - 1).long()              # the tokens fed back
-        attn = torch.cat([attn[owner], reply], dim=1)
-        positions = positions[owner][:, -1:] + 1 + torch.arange(T - 1, device=self.device)[None, :]
+        attn = torch.cat([attn, reply], dim=1)
+        positions = positions[:, -1:] + 1 + torch.arange(T - 1, device=self.device)[None, :]
         hidden, _ = self.body(response[:, :-1].to(self.device), attn, cache, positions)   # [B, T - 1, H]
         return torch.cat([first[:, None], self.logits(hidden)], dim=1)
 

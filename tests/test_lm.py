@@ -263,3 +263,17 @@ def test_sharing_handles_one_token_replies_prompts_without_repeats_and_refuses_r
     assert a.shape == (3, 1) and (a - b).abs().max() < 2e-4
     with pytest.raises(ValueError, match="share_prompts=True lays the batch out itself"):
         model.response_logits(one.prompts, one.response, one.lengths, padding="right", share_prompts=True)
+
+
+def test_sampling_with_a_shared_prompt_draws_the_same_replies_with_the_full_forwards_log_probs(model, grouped):
+    rows = []
+    hook = model.model.model.embed_tokens.register_forward_hook(lambda m, a, o: rows.append(a[0].shape[0]))
+    try:
+        shared = model.sample(grouped.prompts, max_new_tokens=10, temperature=1.0, seed=4, share_prompts=True)
+    finally:
+        hook.remove()
+    assert rows[0] == 2 and set(rows[1:]) == {6}, rows                       # 2 prompts fed, 6 rows decoded
+    assert torch.equal(shared.response, grouped.response) and torch.equal(shared.lengths, grouped.lengths)
+    with torch.no_grad():
+        again, _ = model.score(shared.prompts, shared.response, shared.lengths)
+    assert (again - shared.logp).abs().max() < 2e-4
