@@ -1,4 +1,4 @@
-"""Where the real model starts on chapter 13's task: sampled pass@1 and pass@G, greedy accuracy, the format
+"""Where the real model starts on its RL task: sampled pass@1 and pass@G, greedy accuracy, the format
 rate, response lengths and truncation of SmolLM2-135M-Instruct (Q4_1 dequantized to float32) on the chat
 addition task's held-out questions (``course_lib.lm_task``), per sampling seed.
 
@@ -6,9 +6,10 @@ addition task's held-out questions (``course_lib.lm_task``), per sampling seed.
     .venv/bin/python benchmarks/real_lm_task.py --seeds 0 --out /tmp/x.json   # a quicker look
 
 Greedy decoding is measured once (it draws nothing) and keeps each question's verdict, which
-``tests/test_lm_task.py`` re-checks on a slice. Each seed's result is stored as soon as it is measured and a seed already in the file is skipped (``--force``
-measures it again), so an interrupted run loses only the seed it was on. A stored file is only ever extended
-for the same settings; other settings need another ``--out`` or ``--force``.
+``tests/test_lm_task.py`` re-checks on a slice. Each seed's result is stored as soon as it is measured and a
+seed already in the file is skipped (``--force`` measures it, and greedy decoding, again), so an interrupted
+run loses only the seed it was on. A stored file is only ever extended for the same settings; other settings
+need another ``--out`` or ``--force``.
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def main(argv=None) -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--batch", type=int, default=96, help="rows sampled at once")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--force", action="store_true", help="measure stored seeds again")
+    p.add_argument("--force", action="store_true", help="measure stored seeds and greedy decoding again")
     p.add_argument("--out", default=str(OUT))
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)

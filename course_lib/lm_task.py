@@ -4,14 +4,14 @@ A question is "What is a + b?" (a, b in 0..9) in the user turn, after a short sy
 for the answer as "Answer: <number>"; the prompt is built by the model's own chat template
 (``ChatLM.chat_ids``). Two verifiers read the decoded reply:
 
-- ``exact``: the reply's last integer is a + b (chapter 12's reward, and the accuracy chapter 13 reports);
+- ``exact``: the reply's last integer is a + b (chapter 12's reward, and the accuracy an RL run reports);
 - ``format``: the reply states its answer where the instruction asks, "Answer: <integer>", right or wrong.
 
-Of the tasks measured on this model (``../shared/reference/real_lm.md`` in the course's sources), it is the
-one whose sampled pass@1 at temperature 1 lies between 10% and 60%, while greedy decoding and pass@8 are far
-higher: a task RL can sharpen. ``ChatAdditionTask`` fixes a split of the 100 (a, b) pairs: the held-out pairs
-(every wording of them) are never trained on, so a sum learned in one wording cannot leak into the held-out
-score through another.
+Of the tasks measured on this model (single-, two- and three-digit addition, one-step word problems), it is
+the one whose sampled pass@1 at temperature 1 lies between 10% and 60%, while greedy decoding and pass@8 are
+far higher: a task RL can sharpen (``benchmarks/real_lm_task.py`` measures where the model starts).
+``ChatAdditionTask`` fixes a split of the 100 (a, b) pairs: the held-out pairs (every wording of them) are
+never trained on, so a sum learned in one wording cannot leak into the held-out score through another.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questi
     """Single-digit sums "What is a + b?" (a, b in 0..9), drawn with a seeded generator (chapter 12)."""
     g = torch.Generator().manual_seed(seed)
     ab = torch.randint(0, 10, (n_prompts, 2), generator=g).tolist()
-    return Questions([f"What is {a} + {b}?" for a, b in ab], [a + b for a, b in ab], group_size)
+    return Questions([WORDINGS[0].format(a=a, b=b) for a, b in ab], [a + b for a, b in ab], group_size)
 
 
 @dataclass(frozen=True)

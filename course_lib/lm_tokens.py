@@ -4,9 +4,8 @@ over the whole vocabulary, and per-token entropy. Each takes a ``course_lib.lm.C
 and returns plain numbers, so the chapter, the stored runs (benchmarks/real_lm_tokens.py) and the tests
 compute them the same way.
 
-The task is chapter 13's (``lm_task``): single-digit addition asked in chat form, rewarded by the last
-integer of the reply (the only measured candidate whose sampled pass@1 at temperature 1 lies between 10% and
-60%)."""
+The task (``lm_task``): single-digit addition asked in chat form, rewarded by the last integer of the reply
+(the only measured candidate whose sampled pass@1 at temperature 1 lies between 10% and 60%)."""
 from __future__ import annotations
 
 import copy
