@@ -125,7 +125,7 @@ def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = N
 
     ``head_dtype`` sets the LM head's precision on its own (default: the body's); "fp32" with a "bf16"
     body is the remedy of an fp32 LM head for the train/inference mismatch (chapter 12, section 2)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()                # a chapter's stored output holds no progress bar
@@ -137,7 +137,7 @@ def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = N
     folder = Path(folder or cache_dir())
     if not is_built(folder):
         raise ModelNotBuilt(f"no built model in {folder}: run `{BUILD_COMMAND}` once (about a minute)")
-    tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    tok = load_tokenizer(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
     separate = head_dtype not in (None, dtype)
     if separate:                                              # its own copy, apart from the tied weight
@@ -146,6 +146,23 @@ def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = N
     if not separate:
         head = model.get_output_embeddings().weight           # the tied weight itself: it trains
     return ChatLM(model, tok, dtype, device, head_dtype or dtype, head)
+
+
+def load_tokenizer(folder: Path | None = None):
+    """The model's tokenizer alone, from the built folder (a fraction of a second; no weights read)."""
+    from transformers import AutoTokenizer
+    folder = Path(folder or cache_dir())
+    if not is_built(folder):
+        raise ModelNotBuilt(f"no built model in {folder}: run `{BUILD_COMMAND}` once (about a minute)")
+    return AutoTokenizer.from_pretrained(folder, local_files_only=True)
+
+
+def chat_ids(tokenizer, user: str, system: str | None = None) -> list[int]:
+    """The prompt token ids of one chat turn, built by the model's own chat template, ending in
+    ``<|im_start|>assistant\\n``. Without ``system`` the template inserts the model's default one."""
+    messages = ([{"role": "system", "content": system}] if system is not None else [])
+    messages.append({"role": "user", "content": user})
+    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"])
 
 
 @dataclass(frozen=True)
@@ -172,6 +189,21 @@ class Rollout:
                        self.truncated[idx], self.temperature)
 
 
+PROMPT_PAD = -1        # left padding of a trainer's prompt tensor: no token id, dropped before the model sees it
+
+
+def prompt_tensor(rows: list[list[int]]) -> torch.Tensor:
+    """Prompts of different lengths as one ``[N, L]`` long tensor, left-padded with ``PROMPT_PAD`` (the form
+    the trainer indexes, repeats and concatenates)."""
+    L = max(map(len, rows))
+    return torch.tensor([[PROMPT_PAD] * (L - len(r)) + list(r) for r in rows], dtype=torch.long)
+
+
+def prompt_rows(prompts: torch.Tensor) -> list[list[int]]:
+    """``prompt_tensor``'s rows back as token-id lists (the padding dropped)."""
+    return [[t for t in row if t != PROMPT_PAD] for row in prompts.tolist()]
+
+
 def lengths_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
     """``[B, T]`` bool: True on each row's first ``lengths[b]`` positions."""
     return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
@@ -191,12 +223,8 @@ class ChatLM:
 
     # ------------------------------------------------------------------ text
     def chat_ids(self, user: str, system: str | None = None) -> list[int]:
-        """The prompt token ids of one chat turn, built by the model's own chat template, ending in
-        ``<|im_start|>assistant\\n``. Without ``system`` the template inserts the model's default one."""
-        messages = ([{"role": "system", "content": system}] if system is not None else [])
-        messages.append({"role": "user", "content": user})
-        return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                       tokenize=True)["input_ids"])
+        """The prompt token ids of one chat turn (``chat_ids``)."""
+        return chat_ids(self.tokenizer, user, system)
 
     def decode(self, ids) -> str:
         return self.tokenizer.decode([int(i) for i in ids])

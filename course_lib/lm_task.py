@@ -15,11 +15,14 @@ never trained on, so a sum learned in one wording cannot leak into the held-out 
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from . import lm
 
 SYSTEM = "You are a careful assistant. Solve the problem and end with 'Answer: <number>'."
 WORDINGS = ("What is {a} + {b}?", "Compute {a} + {b}.", "{a} + {b} = ?")
@@ -102,3 +105,74 @@ class ChatAdditionTask:
         """Every wording of every pair of the split, in a fixed order, each asked ``group_size`` times."""
         items = [(w.format(a=a, b=b), a + b) for a, b in self.pairs(split) for w in WORDINGS]
         return Questions([t for t, _ in items], [s for _, s in items], group_size)
+
+
+class ChatTask:
+    """``ChatAdditionTask`` in the form the RL trainer reads (the toy's task interface): prompts as one
+    left-padded id tensor (``lm.prompt_tensor``), verifiers over id tensors. A verifier decodes each reply up
+    to its first EOS and scores it against the question its prompt asks; one that raises names the prompt and
+    the reply. The tokenizer loads on first use, so naming the task in a config costs nothing."""
+    name = "chat_addition"
+    policy = "smollm2"              # the token ids are this model's
+
+    def __init__(self, n_heldout: int = 20):
+        self.split = ChatAdditionTask(n_heldout=n_heldout)
+        self.verifiers = {name: functools.partial(self._verify, name) for name in VERIFIERS}
+
+    @functools.cached_property
+    def tokenizer(self):
+        return lm.load_tokenizer()
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    @functools.cached_property
+    def _questions(self) -> dict[str, Questions]:
+        return {split: self.split.questions(split) for split in ("train", "heldout")}
+
+    @functools.cached_property
+    def _answers(self) -> dict[tuple, tuple[str, int]]:
+        """prompt ids -> (question, answer), for every question of both splits."""
+        return {tuple(lm.chat_ids(self.tokenizer, t, SYSTEM)): (t, a)
+                for q in self._questions.values() for t, a in zip(q.texts, q.answers)}
+
+    def prompts(self, split: str = "train") -> Tensor:
+        """The split's chat prompts ``[N, L]`` (``lm.PROMPT_PAD`` on the left), in ``ChatAdditionTask``'s order."""
+        if split not in self._questions:
+            raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+        return lm.prompt_tensor([lm.chat_ids(self.tokenizer, t, SYSTEM) for t in self._questions[split].texts])
+
+    def replies(self, responses: Tensor) -> list[str]:
+        """Each response row's text up to its first EOS."""
+        eos = self.tokenizer.eos_token_id
+        out = []
+        for row in responses.tolist():
+            out.append(self.tokenizer.decode(row[:row.index(eos)] if eos in row else row))
+        return out
+
+    def question(self, prompt: list[int]) -> tuple[str, int]:
+        found = self._answers.get(tuple(prompt))
+        if found is None:
+            raise ValueError(f"the prompt {self.tokenizer.decode(prompt)!r} asks none of the task's questions")
+        return found
+
+    def _verify(self, name: str, prompts: Tensor, responses: Tensor) -> Tensor:
+        out = []
+        for prompt, reply in zip(lm.prompt_rows(prompts), self.replies(responses)):
+            text, answer = self.question(prompt)
+            try:
+                out.append(float(VERIFIERS[name](reply, answer)))
+            except Exception as e:
+                raise ValueError(f"the {name!r} verifier raised {type(e).__name__}: {e} on the prompt {text!r} "
+                                 f"and the reply {reply!r}") from e
+        return torch.tensor(out)
+
+    def to_text(self, tokens) -> str:
+        return self.tokenizer.decode([int(t) for t in tokens if int(t) != lm.PROMPT_PAD])
+
+
+@functools.cache
+def chat_task(n_heldout: int = 20) -> ChatTask:
+    """One ``ChatTask`` per held-out size in a process (its tokenizer and prompts built once)."""
+    return ChatTask(n_heldout)

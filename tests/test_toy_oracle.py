@@ -272,11 +272,13 @@ def _count_forwards(model):
     return calls
 
 
-@pytest.mark.parametrize("overrides", [dict(), dict(correction="tis"), dict(kl_coef=0.5, loss="dr_grpo")],
-                         ids=["grpo", "tis", "kl"])
+@pytest.mark.parametrize("overrides", [dict(), dict(correction="tis"), dict(kl_coef=0.5, loss="dr_grpo"),
+                                       dict(micro_batches=3), dict(micro_batches=2, correction="tis")],
+                         ids=["grpo", "tis", "kl", "micro", "micro-tis"])
 def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(overrides):
     """One optimiser step, pi_old from the learner: the loss forward's own log-probs, detached, are
-    pi_old (no second forward), and the update, loss and metrics are those of the separate forward."""
+    pi_old (no second forward), and the update, loss and metrics are those of the separate forward.
+    In micro-batches each piece's forward fills its own rows' targets (``PieceTargets``)."""
     got = {}
     for mode in ("auto", "separate"):
         cfg = replace(BASE, old_logp_source="learner", old_logp_forward=mode, **overrides)
@@ -287,7 +289,8 @@ def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(ove
                                    torch.Generator().manual_seed(7), lambda: LR, with_ref=cfg.kl_coef > 0)
         got[mode] = (trainer.read_back(metrics), opt.grads[0], dict(calls), dict(ref_calls))
     (m_a, g_a, c_a, r_a), (m_s, g_s, c_s, r_s) = got["auto"], got["separate"]
-    assert c_a == {"grad": 1, "no_grad": 0} and c_s == {"grad": 1, "no_grad": 1}
+    M = overrides.get("micro_batches", 1)
+    assert c_a == {"grad": M, "no_grad": 0} and c_s == {"grad": M, "no_grad": 1}
     assert r_a == r_s == {"grad": 0, "no_grad": int(overrides.get("kl_coef", 0) > 0)}
     for a, b in zip(g_a, g_s):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-9)

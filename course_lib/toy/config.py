@@ -15,7 +15,12 @@ import torch
 # data-parallel run computes them on every rank's rewards (data_parallel.whole_batch), as std_scope="batch"
 BATCH_WIDE_ESTIMATORS = ("reinforce_pp", "reinforce_pp_baseline", "gpg")
 
+# the policies a config can name: the toy's TinyGPT, or the real chat model (lm_policy.ChatPolicy), which
+# trains on its own task ("chat_addition") and skips the toy's warm start
+POLICIES = ("tiny_gpt", "smollm2")
+
 CHOICES = {
+    "policy": POLICIES,
     "adv_estimator": ("grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "remax", "opo", "passk", "gpg"),
     "kl_estimator": ("k1", "k2", "k3"),
     "mismatch": ("none", "noise", "bf16", "stale"),
@@ -36,6 +41,8 @@ class ToyConfig:
     task: str = "addition"             # a name in task.TASKS: "addition" ("ab+cd=" -> the sum),
                                        # "scratchpad" (three digits, worked out column by column:
                                        # toy.scratchpad), or one added with task.register_task
+    policy: str = "tiny_gpt"           # a name in POLICIES: the toy's TinyGPT (sized by the fields below,
+                                       # warm-started), or "smollm2", the real chat model (task "chat_addition")
     seed: int = 0                      # RL seed: prompt order, sampling, minibatch order
     steps: int = 300                   # RL steps (one rollout batch each)
     device: str = "auto"               # "auto": CUDA when available, else CPU; or "cpu" / "cuda"
@@ -145,7 +152,11 @@ class ToyConfig:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         from .task import make_task
-        verifiers = make_task(self).verifiers                  # ValueError for an unknown task
+        task = make_task(self)                                 # ValueError for an unknown task
+        verifiers = task.verifiers
+        if getattr(task, "policy", "tiny_gpt") != self.policy:
+            raise ValueError(f"the {self.task!r} task's token ids are the {getattr(task, 'policy', 'tiny_gpt')!r} "
+                             f"policy's, got policy={self.policy!r}")
         if self.verifier not in verifiers:
             raise ValueError(f"verifier must be one of the {self.task!r} task's verifiers {tuple(verifiers)}, "
                              f"got {self.verifier!r}")
@@ -287,6 +298,17 @@ SIZES: dict[str, dict] = {
                      n_layer=6, d_model=512, n_head=8, minibatches=4, precision="bf16", lr=3e-4,
                      warmup_steps=20, eval_every=20, warm_steps=3000, warm_batch=1024, warm_lr=1e-3,
                      warm_target=0.3),
+    # the real chat model (SmolLM2-135M-Instruct, lm_policy) on single-digit addition in chat form: 8 prompts
+    # x 4 replies of at most 48 tokens per step, the learner's forward in 8 micro-batches of one group (peak
+    # memory under 4 GB on a CPU); reward = the exact verdict + 0.5 x the format verdict ("Answer: <n>")
+    "real": dict(policy="smollm2", task="chat_addition", n_heldout=20, max_new_tokens=48, prompts_per_step=8,
+                 group_size=4, micro_batches=8, lr=2e-5, warmup_steps=3, steps=30, eval_every=10,
+                 format_weight=0.5),
+    # the real model for a GPU, not yet run on one: bf16 autocast, 64 prompts x 8 replies of up to 128
+    # tokens in 2 minibatches of 4 micro-batches
+    "real_gpu": dict(policy="smollm2", task="chat_addition", n_heldout=20, max_new_tokens=128,
+                     prompts_per_step=64, group_size=8, minibatches=2, micro_batches=4, precision="bf16",
+                     lr=1e-5, warmup_steps=5, steps=200, eval_every=20, format_weight=0.5),
 }
 
 

@@ -18,10 +18,9 @@ from ..masking import masked_mean
 from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
 from .data_parallel import DataParallel, whole_batch
 from .device import stop_check_every
-from .policy import TinyGPT, compute_precision, response_logits, sample, token_logp
+from .policy import TinyGPT, compute_precision, response_logits, token_logp
 from .rollout import Batch, shaped_rewards
 from .task import make_task
-from .tokens import EOS
 
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")
@@ -106,7 +105,7 @@ def reuses_loss_forward(cfg: ToyConfig) -> bool:
     and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
     the same numbers (TRL skips it there too)."""
     return (cfg.old_logp_forward == "auto" and cfg.epochs * cfg.minibatches == 1
-            and cfg.old_logp_source == "learner" and cfg.micro_batches == 1 and cfg.world_size == 1)
+            and cfg.old_logp_source == "learner" and cfg.world_size == 1)
 
 
 @torch.no_grad()
@@ -116,8 +115,8 @@ def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
     sampler is the learner unless a mismatch is faked)."""
     prompts = batch.prompts[::cfg.group_size]                                  # [P, Lp]
     with compute_precision(cfg.precision, prompts.device):
-        roll = sample(model, prompts, cfg.max_new_tokens, greedy=True,
-                      stop_check_every=stop_check_every(prompts.device))
+        roll = model.rollout(prompts, cfg.max_new_tokens, greedy=True,
+                             stop_check_every=stop_check_every(prompts.device))
     verifiers = make_task(cfg).verifiers
     passed = verifiers[cfg.verifier](prompts, roll.responses)
     formatted = verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
@@ -161,24 +160,26 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     reference forward (for the KL term and the ``kl/ref`` monitor). ``dp``: this rank's place in a
     data-parallel run (``batch`` is its share), for the estimators that read the whole batch."""
     mask = batch.mask
-    recomputed, logp_all = learner or learner_logp(model, batch.prompts, batch.responses, cfg.temperature,
-                                                   cfg.precision)
+    step = getattr(model, "score_rows", None) or len(mask)        # rows per forward without gradient
+    pieces = [token_stats(cfg, model, ref_model, batch, sl, with_ref, learner and tuple(x[sl] for x in learner))
+              for sl in (slice(i, i + step) for i in range(0, len(mask), step))]
+    recomputed, entropy, entropy_t1, ref_logp, kl_ref = (
+        None if p[0] is None else torch.cat(p) for p in zip(*pieces))            # [B, T] each
     rewards = batch.rewards.to(recomputed.dtype)         # float64 advantages in a float64 run
     adv = advantages_of(cfg, setup, model, batch, rewards, dp)                 # [B] or [B, T]
     adv_tok = adv[:, None].expand_as(mask) if adv.dim() == 1 else adv          # [B, T]
-    ref_logp = ref_all = None
-    if with_ref:
-        ref_logp, ref_all = learner_logp(ref_model, batch.prompts, batch.responses, cfg.temperature,
-                                         cfg.precision)
     old_logp = recomputed if cfg.old_logp_source == "learner" else batch.rollout_logp
     is_weight = corrections.correction_weights(cfg.correction, recomputed, batch.rollout_logp, mask,
                                                cfg.correction_cap, cfg.correction_level)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [B, T]
-    if cfg.temperature == 1.0:
-        entropy_t1 = entropy
-    else:                                   # logp_all * T = logits - const: the policy at T = 1
-        logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
-        entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
+    metrics = target_metrics(batch, adv_tok, recomputed, entropy, entropy_t1, is_weight, kl_ref)
+    return Targets(adv, old_logp, ref_logp, is_weight), metrics
+
+
+def target_metrics(batch: Batch, adv_tok: Tensor, recomputed: Tensor, entropy: Tensor, entropy_t1: Tensor,
+                   is_weight: Tensor | None, kl_ref: Tensor | None) -> dict:
+    """The monitors of a batch's targets (tensors) from its per-token values [B, T]: entropies, the learner /
+    sampler gap, the correction weights, the share of tokens pushed up, the KL to the reference (when computed)."""
+    mask = batch.mask
     gap = (recomputed - batch.rollout_logp).abs()                                 # [B, T]
     nan = torch.full_like(gap, float("nan"))
     metrics = {             # every row has a valid token (its EOS or its last), so no mean is empty
@@ -190,9 +191,79 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
         "is/zero_frac": 0.0 if is_weight is None else masked_mean((is_weight == 0).float(), mask),
         "adv/pos_token_frac": masked_mean((adv_tok > 0).float(), mask),
     }
-    if with_ref:
-        metrics["kl/ref"] = masked_mean(kl.categorical_kl(logp_all, ref_all), mask)
-    return Targets(adv, old_logp, ref_logp, is_weight), metrics
+    if kl_ref is not None:
+        metrics["kl/ref"] = masked_mean(kl_ref, mask)
+    return metrics
+
+
+class PieceTargets:
+    """The targets of a batch learned in micro-batches with pi_old from each micro-batch's own loss forward
+    (``reuses_loss_forward`` with ``micro_batches`` > 1): the advantages are fixed first; ``fill`` takes a
+    micro-batch's learner log-probs, detached, and writes its rows' pi_old, pi_ref, correction weights and
+    monitors; ``metrics`` reads the monitors once every row is filled. ``targets`` of the whole batch would
+    give the same numbers up to float rounding, with one more forward."""
+
+    def __init__(self, cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
+                 with_ref: bool):
+        self.cfg, self.model, self.ref_model, self.batch, self.with_ref = cfg, model, ref_model, batch, with_ref
+        mask = batch.mask
+        dtype = batch.rollout_logp.dtype
+        with torch.no_grad():
+            self.adv = advantages_of(cfg, setup, model, batch, batch.rewards.to(dtype))   # [B] or [B, T]
+        zeros = lambda: torch.zeros(mask.shape, dtype=dtype, device=mask.device)     # noqa: E731
+        self.values = {name: zeros() for name in ("old_logp", "entropy", "entropy_t1")}
+        if with_ref:
+            self.values.update(ref_logp=zeros(), kl_ref=zeros())
+        if cfg.correction != "none":
+            self.values["is_weight"] = zeros()
+        self.targets = Targets(self.adv, self.values["old_logp"], self.values.get("ref_logp"),
+                               self.values.get("is_weight"))
+        self.seconds = 0.0
+
+    @torch.no_grad()
+    def fill(self, rows: Tensor, logp: Tensor, logp_all: Tensor) -> Targets:
+        """Write the rows' targets from their loss forward's (logp, logp_all), detached -> the batch's Targets."""
+        import time
+        t0 = time.perf_counter()
+        cfg, v = self.cfg, self.values
+        recomputed, entropy, entropy_t1, ref_logp, kl_ref = token_stats(
+            cfg, self.model, self.ref_model, self.batch, rows, self.with_ref, (logp, logp_all))
+        v["old_logp"][rows], v["entropy"][rows], v["entropy_t1"][rows] = recomputed, entropy, entropy_t1
+        if self.with_ref:
+            v["ref_logp"][rows], v["kl_ref"][rows] = ref_logp, kl_ref
+        if "is_weight" in v:
+            v["is_weight"][rows] = corrections.correction_weights(
+                cfg.correction, recomputed, self.batch.rollout_logp[rows], self.batch.mask[rows],
+                cfg.correction_cap, cfg.correction_level)
+        self.seconds += time.perf_counter() - t0
+        return self.targets
+
+    def metrics(self) -> dict:
+        v, mask = self.values, self.batch.mask
+        adv_tok = self.adv[:, None].expand_as(mask) if self.adv.dim() == 1 else self.adv
+        return target_metrics(self.batch, adv_tok, v["old_logp"], v["entropy"], v["entropy_t1"],
+                              v.get("is_weight"), v.get("kl_ref"))
+
+
+def token_stats(cfg: ToyConfig, model: TinyGPT, ref_model: TinyGPT, batch: Batch, rows: slice, with_ref: bool,
+                learner: tuple[Tensor, Tensor] | None = None) -> tuple:
+    """The learner's log-probs of the responses ``rows`` [b, T], their entropies (at the sampling temperature
+    and at T = 1) and, ``with_ref``, the reference's log-probs and the exact KL to it per token (else None,
+    None). ``learner``: the rows' (logp, logp_all), when the loss forward has them already. ``targets`` calls it
+    on the policy's ``score_rows`` rows at a time (all at once for the toy), so the [b, T, V] log-softmax of a
+    large vocabulary never exists for the whole batch."""
+    prompts, responses = batch.prompts[rows], batch.responses[rows]
+    recomputed, logp_all = learner or learner_logp(model, prompts, responses, cfg.temperature, cfg.precision)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)                                # [b, T]
+    if cfg.temperature == 1.0:
+        entropy_t1 = entropy
+    else:                                   # logp_all * T = logits - const: the policy at T = 1
+        logp_t1 = torch.log_softmax(logp_all * cfg.temperature, dim=-1)
+        entropy_t1 = -(logp_t1.exp() * logp_t1).sum(-1)
+    if not with_ref:
+        return recomputed, entropy, entropy_t1, None, None
+    ref_logp, ref_all = learner_logp(ref_model, prompts, responses, cfg.temperature, cfg.precision)
+    return recomputed, entropy, entropy_t1, ref_logp, kl.categorical_kl(logp_all, ref_all)
 
 
 def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
@@ -200,7 +271,7 @@ def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
     that never ended (no EOS) when ``mask_truncated``."""
     m = batch.mask[rows]
     if cfg.mask_truncated:
-        m = m & (batch.responses[rows] == EOS).any(dim=1, keepdim=True)          # [b, T]
+        m = m & ((batch.responses[rows] == batch.eos_id) & m).any(dim=1, keepdim=True)   # [b, T]
     return m
 
 

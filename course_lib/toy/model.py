@@ -8,12 +8,16 @@ from torch import Tensor
 
 from .config import ToyConfig
 from .device import stop_check_every
-from .policy import TinyGPT, compute_precision, sample
+from .policy import TinyGPT, compute_precision
 from .task import correctness, make_task
 
 
 def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:
-    """The policy for the config's task: its vocabulary, its prompt plus the generation budget."""
+    """The policy the config names (``cfg.policy``): a TinyGPT sized for its task (its vocabulary, its prompt
+    plus the generation budget), or the real chat model (``lm_policy``, loaded pretrained)."""
+    if cfg.policy == "smollm2":
+        from ..lm_policy import build_policy
+        return build_policy(dtype)
     task = make_task(cfg)
     return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
                    dtype=dtype, vocab_size=task.vocab_size)
@@ -25,5 +29,5 @@ def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, preci
     """Greedy-decoding accuracy on the given prompts, by ``verifier`` (default: the addition task's
     exact check)."""
     with compute_precision(precision, prompts.device):
-        roll = sample(model, prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
+        roll = model.rollout(prompts, max_new_tokens, greedy=True, stop_check_every=stop_check_every(prompts.device))
     return float((verifier or correctness)(prompts, roll.responses).mean())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn as nn
@@ -62,6 +63,25 @@ class Block(nn.Module):
 def repeats_a_row(prompts: Tensor) -> bool:
     """Whether some row of ``prompts`` [B, L] equals the row before it (a group's shared prompt)."""
     return len(prompts) > 1 and bool((prompts[1:] == prompts[:-1]).all(dim=1).any())
+
+
+class Policy(Protocol):
+    """What the trainer reads from a policy (``TinyGPT`` here, ``lm_policy.ChatPolicy`` for the real model).
+
+    An ``nn.Module`` (its parameters train; a deep copy is pi_ref or a sampler) whose call
+    ``policy(prompts, continuation=responses[:, :-1])`` is the learner's forward: the logits [B, T, V] that
+    predict each response token; ``rollout(prompts, max_new_tokens, *, temperature, greedy, generator,
+    logits_noise, stop_check_every)`` samples a ``Rollout``; ``eos_id`` / ``pad_id`` end and pad responses;
+    ``flops_per_token(context, backward)`` counts its FLOPs.
+    """
+    eos_id: int
+    pad_id: int
+
+    def __call__(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor: ...
+
+    def rollout(self, prompts: Tensor, max_new_tokens: int, **kw) -> "Rollout": ...
+
+    def flops_per_token(self, context: float, backward: bool = True) -> float: ...
 
 
 class TinyGPT(nn.Module):
@@ -149,6 +169,12 @@ class TinyGPT(nn.Module):
         if cache is not None:
             cache["len"] = start + L
         return self.head(self.ln_f(x)) + self.logit_bias         # [B, L, V]
+
+    eos_id, pad_id = EOS, PAD
+
+    def rollout(self, prompts: Tensor, max_new_tokens: int, **kw) -> "Rollout":
+        """``sample(self, prompts, max_new_tokens, **kw)``: the ``Policy`` interface's sampling."""
+        return sample(self, prompts, max_new_tokens, **kw)
 
     def n_params(self, non_embedding: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from .. import advantages, rewards
 from .config import ToyConfig
-from .tokens import PAD
+from .tokens import EOS, PAD
 
 
 @dataclass
@@ -23,6 +23,8 @@ class Batch:
     mask: Tensor            # [B, T] bool
     rollout_logp: Tensor    # [B, T] log-probs under the sampler (0 on padding)
     rewards: Tensor         # [B] shaped rewards (correctness + overlong penalty)
+    eos_id: int = EOS       # the policy's end and padding ids (the toy's by default)
+    pad_id: int = PAD
 
 
 @dataclass
@@ -54,13 +56,16 @@ def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor, formatted: T
     return out
 
 
-def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool):
+def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool,
+                  eos_id: int = EOS, pad_id: int = PAD):
     """The first ``n_groups`` groups of the rounds' rollouts (with ``filter_signal``: only groups
-    whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept."""
+    whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept. ``eos_id``,
+    ``pad_id``: the policy's."""
     if not filter_signal and len(rolls) == 1:           # everything kept: no gather (a sync on a GPU)
         ro, r = rolls[0], round_rewards[0]
         cut = n_groups * G
-        return Batch(ro.prompts[:cut], ro.responses[:cut], ro.mask[:cut], ro.rollout_logp[:cut], r[:cut])
+        return Batch(ro.prompts[:cut], ro.responses[:cut], ro.mask[:cut], ro.rollout_logp[:cut], r[:cut],
+                     eos_id, pad_id)
     keep = [advantages.signal_groups(r, G).repeat_interleave(G) if filter_signal
             else torch.ones_like(r, dtype=torch.bool) for r in round_rewards]       # [B] per round
     n_keep = min(sum(int(k.sum()) for k in keep) // G, n_groups)
@@ -68,10 +73,10 @@ def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, fi
         return None
     cut = n_keep * G
     return Batch(prompts=torch.cat([ro.prompts[k] for ro, k in zip(rolls, keep)])[:cut],
-                 responses=_pad_cat([ro.responses[k] for ro, k in zip(rolls, keep)], PAD)[:cut],
+                 responses=_pad_cat([ro.responses[k] for ro, k in zip(rolls, keep)], pad_id)[:cut],
                  mask=_pad_cat([ro.mask[k] for ro, k in zip(rolls, keep)], False)[:cut],
                  rollout_logp=_pad_cat([ro.rollout_logp[k] for ro, k in zip(rolls, keep)], 0.0)[:cut],
-                 rewards=torch.cat([r[k] for r, k in zip(round_rewards, keep)])[:cut])
+                 rewards=torch.cat([r[k] for r, k in zip(round_rewards, keep)])[:cut], eos_id=eos_id, pad_id=pad_id)
 
 
 def _pad_cat(tensors: list, value) -> Tensor:

@@ -24,7 +24,8 @@ class Samplers:
         if "bf16" in self.models:
             self.models["bf16"] = self.models["bf16"].to(torch.bfloat16)
         max_stale = max(c.stale_steps for c in phases if c.mismatch == "stale") if "stale" in self.uses else 0
-        self.snapshots = collections.deque([copy.deepcopy(state)], maxlen=max_stale + 1)
+        self.snapshots = collections.deque([copy.deepcopy(state)] if "stale" in self.uses else [],
+                                           maxlen=max_stale + 1)
 
     def for_step(self, cfg: ToyConfig, model: torch.nn.Module) -> torch.nn.Module:
         """The model that samples this step (``cfg``: the config in force), its weights loaded."""

@@ -51,16 +51,17 @@ from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_sh
 from .device import _sync, read_back, stop_check_every, to_device  # noqa: F401 (re-exported)
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Targets, advantages_of,  # noqa: F401
-                        learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss, remax_baseline,
-                        reuses_loss_forward, targets)
+                        PieceTargets, learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
+                        remax_baseline, reuses_loss_forward, targets)
 from .model import build_model, heldout_accuracy
-from .policy import TinyGPT, compute_precision, full_precision, response_logits, sample, token_logp  # noqa: F401
+from .policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
+                     token_logp)
 from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
                       shaped_rewards)
 from .samplers import Samplers
 from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
 from .task import correctness, make_task  # noqa: F401 (re-exported)
-from .tokens import EOS, PAD
+from .tokens import PAD
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,10 +168,32 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     return _WARM_CACHE[key]
 
 
+def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
+                   progress: bool = False) -> tuple[Policy, dict, float]:
+    """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the toy's
+    TinyGPT after ``warm_start``, or the real model as pretrained (``cfg.policy``)."""
+    if cfg.policy == "tiny_gpt":
+        state, seconds = warm_start(cfg, device, progress=progress, dtype=dtype)
+        model = build_model(cfg, dtype).to(device)
+        model.load_state_dict(state)
+        return model, state, seconds
+    t0 = time.perf_counter()
+    model = build_model(cfg, dtype).to(device)
+    return model, model.state_dict(), time.perf_counter() - t0
+
+
+def reference(model: Policy) -> Policy:
+    """pi_ref, frozen at the policy's starting weights: a copy kept in memory, or what the policy offers in
+    its place (``reference()``: the real model reloads its pretrained weights when a step needs them and
+    ``release``s them after, so a run without a KL term does not hold a second model through the update)."""
+    own = getattr(model, "reference", None)
+    return own() if own is not None else copy.deepcopy(model).requires_grad_(False)
+
+
 # ----------------------------------------------------------------------------------------------
 # 1. sampling (the pieces: rollout.py, samplers.py)
 # ----------------------------------------------------------------------------------------------
-def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.Generator,
+def collect(cfg: ToyConfig, sampler: Policy, train_prompts: Tensor, gen: torch.Generator,
             cpu_gen: torch.Generator, flops_per_token: Callable[[float], float]) -> Collected:
     """Sample P prompts x G responses (more rounds with dynamic sampling) and shape the rewards."""
     task = make_task(cfg)
@@ -184,8 +207,8 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
         prompts = train_prompts[idx].repeat_interleave(G, dim=0)           # [B, Lp], groups contiguous
         _sync(device); t0 = time.perf_counter()
         with compute_precision(cfg.sampler_precision or cfg.precision, device):
-            roll = sample(sampler, prompts, T_max, temperature=cfg.temperature, generator=gen,
-                          logits_noise=noise, stop_check_every=stop_check_every(device))
+            roll = sampler.rollout(prompts, T_max, temperature=cfg.temperature, generator=gen,
+                                   logits_noise=noise, stop_check_every=stop_check_every(device))
         _sync(device); seconds += time.perf_counter() - t0
         tokens += roll.responses.numel()
         Lp = prompts.shape[1]
@@ -194,14 +217,15 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
         passed = ok if cfg.verifier == "exact" else task.verifiers[cfg.verifier](prompts, roll.responses)
         n_tok = roll.mask.sum(dim=1)                                          # [B]
         rolls.append(roll); correct.append(ok); lengths.append(n_tok)
-        truncated.append(~(roll.responses == EOS).any(dim=1))
+        truncated.append(~((roll.responses == sampler.eos_id) & roll.mask).any(dim=1))
         formatted = task.verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
         shaped.append(shaped_rewards(cfg, passed, n_tok, formatted))
         if not cfg.dynamic_sampling:
             break
         if sum(int(advantages.signal_groups(r, G).sum()) for r in shaped) >= P:
             break
-    batch = select_groups(rolls, shaped, P, G, filter_signal=cfg.dynamic_sampling)
+    batch = select_groups(rolls, shaped, P, G, filter_signal=cfg.dynamic_sampling, eos_id=sampler.eos_id,
+                          pad_id=sampler.pad_id)
     return Collected(batch, torch.cat(shaped), torch.cat(correct), torch.cat(lengths),
                      torch.cat(truncated), seconds, tokens, flops)
 
@@ -209,12 +233,13 @@ def collect(cfg: ToyConfig, sampler: TinyGPT, train_prompts: Tensor, gen: torch.
 # ----------------------------------------------------------------------------------------------
 # 2. the update (the loss and its constants: loss_step.py)
 # ----------------------------------------------------------------------------------------------
-def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets, rows: Tensor,
-                   dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
+def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets | PieceTargets,
+                   rows: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
     of a data-parallel run): each piece's loss times ``split.piece_scale`` (its count over the
     minibatch's, all-reduced over ranks, times R), so the accumulated gradient, after DDP's average,
-    is the whole minibatch's. Returns what ``policy_loss`` returns for the minibatch: the losses as
+    is the whole minibatch's. ``tg``: the batch's Targets, or ``PieceTargets`` filled by each piece's own
+    loss forward (pi_old without a forward of its own). Returns what ``policy_loss`` returns for the minibatch: the losses as
     this rank's scaled sum (their mean over ranks is the minibatch's loss), the other stats weighted
     by each piece's share of the tokens."""
     from .. import split as S
@@ -231,7 +256,8 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batc
         with contextlib.nullcontext() if dp is None or last else dp.ddp.no_sync():   # DDP syncs the last
             logp, logp_all = learner_logp(net, batch.prompts[piece], batch.responses[piece], cfg.temperature,
                                           cfg.precision)                           # [b_j, T]
-            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, piece, logp_all)
+            piece_tg = tg.fill(piece, logp.detach(), logp_all.detach()) if isinstance(tg, PieceTargets) else tg
+            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, piece_tg, piece, logp_all)
             m = loss_mask(cfg, batch, piece)
             scale = S.piece_scale(m, setup.agg, counts, R)
             (total * scale).backward()
@@ -289,6 +315,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
                     total, pg_loss, kl_term, stats = split_backward(cfg, setup, model, batch, tg, rows, dp)
                 gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
                 opt.step()
+                opt.zero_grad(set_to_none=True)      # the gradients' memory is free until the next backward
                 after_step()
                 step_stats = {"loss/policy": pg_loss, "loss/total": total, "grad/norm": gnorm,
                               **({} if kl_term is None else {"kl/penalty": kl_term}), **stats}
@@ -324,17 +351,24 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
         _sync(device); t = time.perf_counter()
         tg, m = targets(cfg, setup, model, ref_model, batch, with_ref=with_ref,
                         learner=None if logp is None else (logp, logp_all), dp=dp)
+        getattr(ref_model, "release", lambda: None)()     # pi_ref's log-probs are in tg: a reloadable one goes
         _sync(device); spent["targets"] = time.perf_counter() - t
         target_metrics.update(m)
         return tg
     fused = reuses_loss_forward(cfg) and dp is None
     _sync(device); t0 = time.perf_counter()
-    learned = update(cfg, setup, model, opt, batch, make_targets if fused else make_targets(),
-                     cpu_gen, lr_for, after_step, dp)
+    if fused and cfg.micro_batches > 1 and not with_ref:    # each micro-batch's loss forward fills its targets
+        tg = PieceTargets(cfg, setup, model, ref_model, batch, with_ref=with_ref)
+        learned = update(cfg, setup, model, opt, batch, tg, cpu_gen, lr_for, after_step, dp)
+        spent["targets"] = tg.seconds
+        target_metrics.update(tg.metrics())
+    else:
+        learned = update(cfg, setup, model, opt, batch, make_targets if fused and cfg.micro_batches == 1
+                         else make_targets(), cpu_gen, lr_for, after_step, dp)
     _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
     tokens = learned.pop("learn_tokens")
     ctx = batch.prompts.shape[1] + batch.responses.shape[1]
-    passes = (0 if fused else 1) + int(with_ref)              # forwards without gradient
+    passes = (0 if fused and (cfg.micro_batches == 1 or not with_ref) else 1) + int(with_ref)   # without gradient
     target_metrics = token_means_over_ranks(target_metrics, TOKEN_MEANS, batch.mask, dp)
     return {**reduce_over_ranks({**target_metrics, **learned}, dp), "time/learn_s": t_learn,
             "time/targets_s": spent["targets"],
@@ -366,10 +400,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
 
-    state, warm_s = warm_start(cfg, device, progress=progress, dtype=dtype)
-    model = build_model(cfg, dtype).to(device)
-    model.load_state_dict(state)
-    ref_model = copy.deepcopy(model).requires_grad_(False)
+    model, state, warm_s = initial_policy(cfg, device, dtype, progress=progress)
+    ref_model = reference(model)
     dp = wrap(model, rank, R)                       # DDP on a rank; None in one process
     local = functools.cache(lambda c: rank_share(c, R))   # this rank's share of a phase's config
     samplers = Samplers(cfg.phases(), model, state)  # one per mismatch the run's phases use

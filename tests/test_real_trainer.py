@@ -1,0 +1,173 @@
+"""The trainer on the real model (``lm_policy.ChatPolicy``, the ``chat_addition`` task): the policy interface
+against ``lm.ChatLM``'s own padded full forward, the task's verifiers and errors, config names, and one learned
+batch's gradient against a hand-written GRPO step on ``ChatLM.score`` (a different forward: no shared prompt,
+no micro-batches, no targets machinery). A few short replies in float32; the model loads from `make model`'s
+folder."""
+from dataclasses import replace
+
+import pytest
+import torch
+
+from course_lib import lm, lm_task, losses
+from course_lib.advantages import group_advantages
+from course_lib.lm_policy import ChatPolicy, build_policy
+from course_lib.toy import trainer
+from course_lib.toy.config import POLICIES, ToyConfig, make_config
+from course_lib.toy.task import TASKS
+
+SMALL = dict(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=8, micro_batches=2, eval_every=2,
+             n_heldout=2)                    # 6 held-out questions: a quick evaluation
+
+
+SIGNAL_SEED = 1          # its first step draws a group whose two replies differ in reward
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return build_policy()
+
+
+@pytest.fixture(scope="module")
+def task():
+    return lm_task.chat_task(20)
+
+
+@pytest.fixture(scope="module")
+def batch(policy, task):
+    """Two training questions x 2 replies, sampled by the policy, with rewards 1, 0 / 0, 1."""
+    prompts = task.prompts("train")[[0, 100]].repeat_interleave(2, dim=0)          # [4, Lp], left-padded
+    roll = policy.rollout(prompts, 10, generator=torch.Generator().manual_seed(3))
+    return trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.tensor([1.0, 0.0, 0.0, 1.0]),
+                         eos_id=policy.eos_id, pad_id=policy.pad_id)
+
+
+def test_the_task_splits_by_pair_and_its_prompts_are_the_chat_templates(task):
+    train, held = task.prompts("train"), task.prompts("heldout")
+    assert (len(train), len(held)) == (240, 60)                      # 80 / 20 pairs x 3 wordings
+    rows = lm.prompt_rows(held)
+    assert rows[0] == lm.chat_ids(task.tokenizer, task._questions["heldout"].texts[0], lm_task.SYSTEM)
+    assert min(map(len, rows)) < held.shape[1] and (held[:, 0] == lm.PROMPT_PAD).any()   # left padding
+    assert not {tuple(r) for r in rows} & {tuple(r) for r in lm.prompt_rows(train)}
+
+
+def test_the_verifiers_read_each_reply_up_to_its_first_eos(task):
+    prompts = task.prompts("heldout")[:1].repeat(3, 1)
+    text, answer = task.question(lm.prompt_rows(prompts)[0])
+    eos = task.tokenizer.eos_token_id
+    ids = lambda s: task.tokenizer.encode(s)                                       # noqa: E731
+    replies = [ids(f"It is {answer}.") + [eos], ids(f"Answer: {answer + 1}") + [eos] + ids(f" {answer}"),
+               ids(f"Answer: {answer}")]
+    T = max(map(len, replies))
+    responses = torch.tensor([r + [eos] * (T - len(r)) for r in replies])
+    assert task.verifiers["exact"](prompts, responses).tolist() == [1.0, 0.0, 1.0]
+    assert task.verifiers["format"](prompts, responses).tolist() == [0.0, 1.0, 1.0]
+
+
+def test_a_verifier_that_raises_names_the_prompt_and_the_reply(task, monkeypatch):
+    def broken(reply, answer):
+        raise KeyError("boom")
+    monkeypatch.setitem(lm_task.VERIFIERS, "exact", broken)
+    prompts = task.prompts("heldout")[:1]
+    text, _ = task.question(lm.prompt_rows(prompts)[0])
+    reply = task.tokenizer.encode("seven")
+    with pytest.raises(ValueError, match="'exact' verifier raised KeyError") as e:
+        task.verifiers["exact"](prompts, torch.tensor([reply]))
+    assert repr(text) in str(e.value) and "'seven'" in str(e.value)
+
+
+def test_config_names_the_known_policies_and_tasks():
+    with pytest.raises(ValueError, match="policy must be one of \\('tiny_gpt', 'smollm2'\\)"):
+        ToyConfig(policy="gpt2")
+    with pytest.raises(ValueError, match="task must be one of .*'chat_addition'"):
+        ToyConfig(task="sorting")
+    with pytest.raises(ValueError, match="'chat_addition' task's token ids are the 'smollm2' policy's"):
+        ToyConfig(task="chat_addition", n_heldout=20)
+    assert POLICIES == ("tiny_gpt", "smollm2") and "chat_addition" in TASKS
+    assert make_config("real").policy == "smollm2"
+
+
+def test_the_policy_forward_equals_the_padded_full_forward_at_every_reply_token(policy, batch):
+    """The trainer's forward (each prompt once, replies continuing its cache, every row scored to T) against
+    ``ChatLM.score``: each row padded on the left and run whole."""
+    with torch.no_grad():
+        logits = policy(batch.prompts, continuation=batch.responses[:, :-1])                 # [B, T, V]
+        logp = torch.log_softmax(logits, -1).gather(2, batch.responses[..., None])[..., 0]
+        want, _ = policy.chat.score(lm.prompt_rows(batch.prompts), batch.responses, batch.mask.sum(1))
+    assert logits.shape[:2] == batch.responses.shape and logits.dtype == torch.float32
+    torch.testing.assert_close(torch.where(batch.mask, logp, 0.0), want, rtol=0, atol=2e-4)
+    torch.testing.assert_close(batch.rollout_logp, want, rtol=0, atol=2e-4)     # and the sampler's own
+
+
+def test_rollout_draws_from_the_generator_and_masks_by_length(policy, task):
+    prompts = task.prompts("train")[:2].repeat_interleave(2, dim=0)
+    a, b, c = (policy.rollout(prompts, 6, generator=torch.Generator().manual_seed(s)) for s in (5, 5, 6))
+    assert torch.equal(a.responses, b.responses) and not torch.equal(a.responses, c.responses)
+    ended = ((a.responses == policy.eos_id) & a.mask).any(1)
+    lengths = a.mask.sum(1)
+    assert torch.equal(lengths[~ended], torch.full_like(lengths[~ended], 6))
+    assert (a.rollout_logp[~a.mask] == 0).all() and (a.rollout_logp[a.mask] < 0).all()
+    with pytest.raises(ValueError, match="logits_noise"):
+        policy.rollout(prompts, 6, logits_noise=0.5)
+
+
+def test_one_learned_batch_is_the_hand_written_grpo_step(policy, batch):
+    """micro-batches, pi_old from each piece's own forward, the shared prompt: the gradient of a plain GRPO
+    loss on ``ChatLM.score``'s log-probs (sequence-mean of token means, clip inactive at ratio 1)."""
+    cfg = make_config("real", **SMALL, grad_clip=1e9)                   # the raw gradient
+    grads = {}
+
+    class Keep(torch.optim.SGD):
+        def step(self, closure=None):
+            grads["trainer"] = [p.grad.clone() for p in self.param_groups[0]["params"]]
+
+    model = policy.requires_grad_(True)
+    opt = Keep(model.parameters(), lr=0.0)
+    metrics = trainer.learn(cfg, trainer.loss_setup(cfg), model, None, opt, batch, torch.Generator().manual_seed(0),
+                            lambda: 0.0, with_ref=False)
+    model.zero_grad()
+    logp, _ = policy.chat.score(lm.prompt_rows(batch.prompts), batch.responses, batch.mask.sum(1))
+    adv = group_advantages(batch.rewards, 2)
+    loss, _ = losses.grpo_loss(logp, logp.detach(), adv, batch.mask)
+    loss.backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    got = grads["trainer"]
+    scale = max(float(w.abs().max()) for w in want)
+    assert scale > 1e-3                                                  # a real gradient, not zeros
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=2e-3 * scale)
+    total = torch.sqrt(sum((g - w).pow(2).sum() for g, w in zip(got, want))) / torch.sqrt(sum(w.pow(2).sum() for w in want))
+    assert float(total) < 1e-3
+    assert float(metrics["loss/policy"]) == pytest.approx(float(loss), abs=1e-6)
+
+
+def test_a_short_run_trains_and_its_reference_is_the_starting_model():
+    """Two steps of the whole loop (sampling, micro-batched learning, evaluation on the held-out questions):
+    pi_ref reloaded from the folder equals the starting weights, so the KL to it is 0 before the first
+    update and positive after it."""
+    cfg = make_config("real", **{**SMALL, "eval_every": 1, "seed": SIGNAL_SEED})
+    hist = trainer.train(cfg, progress=False)
+    r1, r2 = hist.rows[1], hist.rows[2]
+    assert r1["groups/zero_signal_frac"] < 1, "no group with signal in step 1: choose another SIGNAL_SEED"
+    assert r1["kl/ref"] == 0.0 and r2["kl/ref"] > 0 and r1["grad/norm"] > 0
+    assert 0 <= hist.rows[0]["acc/heldout"] <= 1 and r1["samples/step"] == 4 and r1["lr"] > 0
+
+
+def test_the_gpu_size_runs_a_step_on_the_cpu():
+    cfg = make_config("real_gpu", steps=1, prompts_per_step=2, group_size=2, max_new_tokens=6, minibatches=2,
+                      micro_batches=1, eval_every=1, device="cpu")
+    hist = trainer.train(cfg, progress=False)
+    assert cfg.precision == "bf16" and hist.rows[1]["samples/step"] == 4
+
+
+def test_a_budget_beyond_the_context_is_an_error(policy, task):
+    with pytest.raises(ValueError, match="longer than the model's context of 8192"):
+        policy.rollout(task.prompts("train")[:1], 8192)
+
+
+def test_chat_policy_forward_refuses_the_toy_call_forms(policy, batch):
+    with pytest.raises(ValueError, match="continuation"):
+        policy(batch.prompts)
+    assert isinstance(policy, ChatPolicy) and policy.reference().policy is None       # loads only when called
+    cfg = replace(make_config("real", **SMALL))
+    assert trainer.reuses_loss_forward(cfg)
