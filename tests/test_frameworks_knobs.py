@@ -90,9 +90,14 @@ def pair(name: str) -> tuple[ToyConfig, ToyConfig]:
     return base, replace(base, **{name: value})
 
 
+# the model itself: a framework takes it as a path, not as a setting, and it cannot change alone (a policy
+# trains on its own task's token ids), so no one-field pair exists for it
+MODEL_FIELDS = ("policy",)
+
+
 def test_every_toyconfig_field_has_a_change_here():
     # a new knob without an entry fails: it must be translated or named as not translated
-    assert sorted(CHANGES) == sorted(f.name for f in fields(ToyConfig))
+    assert sorted(CHANGES) == sorted(f.name for f in fields(ToyConfig) if f.name not in MODEL_FIELDS)
 
 
 @pytest.mark.parametrize("framework", sorted(TEXTS))

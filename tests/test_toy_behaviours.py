@@ -73,7 +73,7 @@ def _head_dtypes(cfg, monkeypatch) -> dict:
     supervised steps and every learner or reference forward with or without gradient)."""
     out = {"sample": set(), "greedy": set(), "teacher": set()}
     phase = ["teacher"]
-    build, sample, accuracy = trainer.build_model, trainer.sample, trainer.heldout_accuracy
+    build, accuracy = trainer.build_model, trainer.heldout_accuracy
 
     def during(name, fn):
         def wrapped(*args, **kw):
@@ -89,7 +89,7 @@ def _head_dtypes(cfg, monkeypatch) -> dict:
         model.head.register_forward_hook(lambda mod, a, y: out[phase[-1]].add(y.dtype))
         return model
     monkeypatch.setattr(trainer, "build_model", hooked)
-    monkeypatch.setattr(trainer, "sample", during("sample", sample))
+    monkeypatch.setattr(trainer, "collect", during("sample", trainer.collect))     # its forwards: the sampler's
     monkeypatch.setattr(trainer, "heldout_accuracy", during("greedy", accuracy))
     monkeypatch.setattr(trainer, "_WARM_CACHE", {})            # run the warm start here, hooked
     trainer.train(cfg, progress=False)

@@ -112,7 +112,8 @@ def test_a_second_reward_term_adds_the_format_verdict_to_the_correctness(monkeyp
         resp = task.warm_answers(prompts, 0.5, torch.Generator().manual_seed(3), max_new_tokens)
         mask = (resp != T.PAD) | (torch.arange(max_new_tokens) == 0)
         return Rollout(prompts, resp, mask, torch.zeros(resp.shape), max_new_tokens)
-    monkeypatch.setattr(trainer, "sample", traces)
+    from course_lib.toy import policy
+    monkeypatch.setattr(policy, "sample", traces)                 # what TinyGPT.rollout calls
     model = build_model(cfg)
     got = trainer.collect(cfg, model, task.prompts("train"), torch.Generator().manual_seed(0),
                           torch.Generator().manual_seed(1), lambda ctx: 0.0)
