@@ -94,7 +94,7 @@ def run_costs(run: dict) -> dict:
             "peak_gb": run["peak_rss_gb"]}
 
 
-def first_rows_agree(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
+def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
                      rel: float = 1e-4) -> list[str]:
     """The keys on which a live run's first rows differ from the stored run's (relative ``rel``; empty: they
     agree). Used where both ran on the same float path."""
@@ -122,6 +122,18 @@ def step_range(runs: dict[int, dict], key: str, first: int, last: int) -> tuple[
     """The smallest and largest value of a metric over every seed's steps first..last."""
     values = [v for run in runs.values() for s, v in zip(*series(run, key)) if first <= s <= last]
     return min(values), max(values)
+
+
+def live_agrees(live: list[dict], runs: dict[int, dict], keys: tuple[str, ...], *, same_path: bool,
+                first_steps: int = 10) -> bool:
+    """Whether a live run of seed 0's first steps (``live``, step 0 first) agrees with the stored ``runs``: on the
+    stored run's float path (``same_path``) every metric in ``keys`` repeats seed 0's to 1e-4; on any other, a
+    sampled token can flip, so each live step's mean reward need only lie within the stored seeds' first
+    ``first_steps`` steps."""
+    if same_path:
+        return not differing_first_rows(live, runs[0]["rows"][:len(live)], keys)
+    lo, hi = step_range(runs, "reward/mean", 1, first_steps)
+    return all(lo <= r["reward/mean"] <= hi for r in live[1:])
 
 
 def half_way_step(run: dict, key: str, width: int = 5) -> int:

@@ -79,4 +79,20 @@ def test_comparisons_on_hand_made_values():
     after = {"after": {"sampled": {"correct_per_group": [8, 0, 5, 2], "replies": 32}}}
     assert lm_runs.solved_share(after, [0, 3]) == (10 / 16, 1.0) and lm_runs.solved_share(after, [1]) == (0.0, 0.0)
     live = [{"step": 1, "reward/mean": 0.5}, {"step": 2, "reward/mean": 0.25}]
-    assert lm_runs.first_rows_agree(live, run["rows"][1:3], ("reward/mean",)) == ["step 2 reward/mean: 0.25 live vs 0.625 stored"]
+    assert lm_runs.differing_first_rows(live, run["rows"][1:3], ("reward/mean",)) == [
+        "step 2 reward/mean: 0.25 live vs 0.625 stored"]
+
+
+def test_a_live_run_agrees_by_its_float_path():
+    def run(*rewards):
+        return {"rows": [{"step": 0, "acc/heldout": 0.5}, *({"step": s, "reward/mean": r}
+                                                            for s, r in enumerate(rewards, 1))]}
+    runs = {0: run(0.25, 0.5, 0.75), 1: run(0.125, 0.625, 1.0)}
+    keys = ("acc/heldout", "reward/mean")
+    repeat = run(0.25, 0.5)["rows"]
+    inside = run(0.125, 0.75)["rows"]                # not seed 0's, yet within the seeds' range 0.125-1.0
+    assert lm_runs.live_agrees(repeat, runs, keys, same_path=True)
+    assert not lm_runs.live_agrees(inside, runs, keys, same_path=True)
+    assert lm_runs.live_agrees(inside, runs, keys, same_path=False)
+    assert not lm_runs.live_agrees(run(0.0625, 0.5)["rows"], runs, keys, same_path=False)
+    assert not lm_runs.live_agrees(run(0.25, 0.5)["rows"], runs, keys, same_path=False, first_steps=1)
