@@ -50,7 +50,8 @@ from course_lib.toy.config import make_config                   # noqa: E402
 from course_lib.toy.history import config_record                # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from trl_toy import environment                                 # noqa: E402  (the same record of the machine)
+import trl_toy                                                  # noqa: E402  (its step clock and machine record)
+from trl_toy import environment                                 # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "trl_real.json"
 # `make model` builds the folder inside the course's venv; the peers venv has none of its own (lm.cache_dir()
@@ -132,16 +133,6 @@ def bench_config(steps: int, prompts: int, samples: int, tokens: int, threads: i
 # ----------------------------------------------------------------------------------------------
 # the two runs
 # ----------------------------------------------------------------------------------------------
-def _timed(fn, phases: dict, key: str):
-    """fn, adding its wall time to the current step's entry phases[key][-1]."""
-    def wrapper(*a, **k):
-        t0 = time.perf_counter()
-        result = fn(*a, **k)
-        phases[key][-1] += time.perf_counter() - t0
-        return result
-    return wrapper
-
-
 def run_course(cfg) -> dict:
     """``train(cfg)``: every step's wall time, its phases from the trainer's own rows, the mean reply length."""
     from course_lib.toy.trainer import train
@@ -160,46 +151,25 @@ def run_course(cfg) -> dict:
 def run_trl(cfg) -> dict:
     """TRL's GRPOTrainer for ``cfg.steps`` steps on a fresh copy of the model: every step's wall time (from
     one step's start to the next one's), its phases, the mean reply length."""
-    from transformers import TrainerCallback
     t0 = time.perf_counter()
     chat = lm.load("fp32")
     data = dataset(lm_task.ChatAdditionTask(n_heldout=cfg.n_heldout).questions("train"))
     out = {"step_s": [], "mean_length": [], "reward": [], "grad_norm": []}
-    phases = {"sample": [], "score": [], "loss forward": [], "backward + optimiser": []}
-    begin = []
 
-    class Clock(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            for v in phases.values():
-                v.append(0.0)
-            begin.append(time.perf_counter())
-
-        def on_pre_optimizer_step(self, args, state, control, **kw):
-            self.t_opt = time.perf_counter()
-
-        def on_optimizer_step(self, args, state, control, **kw):
-            phases["backward + optimiser"][-1] += time.perf_counter() - self.t_opt
-
-        def on_train_end(self, args, state, control, **kw):
-            begin.append(time.perf_counter())
-
+    class Clock(trl_toy.PhaseClock):
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "reward" in logs:
                 out["mean_length"].append(logs["completions/mean_length"])
                 out["reward"].append(logs["reward"])
                 out["grad_norm"].append(logs["grad_norm"])
 
+    clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_trainer(cfg, chat.model, chat.tokenizer, data, cfg.steps, tmp, callbacks=[Clock()])
-        trainer._generate_single_turn = _timed(trainer._generate_single_turn, phases, "sample")
-        trainer._generate_and_score_completions = _timed(trainer._generate_and_score_completions, phases, "score")
-        trainer.compute_loss = _timed(trainer.compute_loss, phases, "loss forward")
-        trainer.accelerator.backward = _timed(trainer.accelerator.backward, phases, "backward + optimiser")
+        trainer = trl_trainer(cfg, chat.model, chat.tokenizer, data, cfg.steps, tmp, callbacks=[clock])
+        clock.wrap(trainer)
         trainer.train()
-    out["step_s"] = [b - a for a, b in zip(begin, begin[1:])]
-    phases["score"] = [a - b for a, b in zip(phases["score"], phases["sample"])]      # without generation
-    phases["other"] = [t - sum(v[i] for v in phases.values()) for i, t in enumerate(out["step_s"])]
-    out.update(phases=phases, timed=list(range(1, len(out["step_s"]))), wall_s=time.perf_counter() - t0)
+    out["step_s"] = [b - a for a, b in zip(clock.begin, clock.begin[1:])]
+    out.update(phases=clock.finish(out["step_s"]), timed=list(range(1, len(out["step_s"]))), wall_s=time.perf_counter() - t0)
     return out
 
 

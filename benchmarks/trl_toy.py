@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import TrainerCallback
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -175,6 +176,46 @@ def _timed(fn, phases: dict, key: str):
     return wrapper
 
 
+class PhaseClock(TrainerCallback):
+    """Times TRL's steps: ``phases`` holds, per phase, each step's seconds, ``begin`` each step's start time
+    (the end of training closes the last step). From TRL's gradient clipping through the optimiser step counts
+    as "backward + optimiser"; ``wrap(trainer)`` times the trainer's other phases."""
+
+    def __init__(self):
+        self.phases = {"sample": [], "score": [], "loss forward": [], "backward + optimiser": []}
+        self.begin = []
+
+    def on_step_begin(self, args, st, control, **kw):
+        for v in self.phases.values():
+            v.append(0.0)
+        self.begin.append(time.perf_counter())
+
+    def on_pre_optimizer_step(self, args, st, control, **kw):
+        self.t_opt = time.perf_counter()
+
+    def on_optimizer_step(self, args, st, control, **kw):
+        self.phases["backward + optimiser"][-1] += time.perf_counter() - self.t_opt
+
+    def on_train_end(self, args, st, control, **kw):
+        self.begin.append(time.perf_counter())
+
+    def wrap(self, trainer) -> None:
+        """Where a step's time goes: generation, scoring (decoding, rewards, advantages, padding, metrics;
+        ``finish`` takes generation out of it), the loss's forward, its backward and the optimiser."""
+        ph = self.phases
+        trainer._generate_single_turn = _timed(trainer._generate_single_turn, ph, "sample")
+        trainer._generate_and_score_completions = _timed(trainer._generate_and_score_completions, ph, "score")
+        trainer.compute_loss = _timed(trainer.compute_loss, ph, "loss forward")
+        trainer.accelerator.backward = _timed(trainer.accelerator.backward, ph, "backward + optimiser")
+
+    def finish(self, step_s: list[float]) -> dict:
+        """The phases, scoring less generation, and "other" (the Trainer's own bookkeeping) from ``step_s``."""
+        ph = self.phases
+        ph["score"] = [a - b for a, b in zip(ph["score"], ph["sample"])]
+        ph["other"] = [t - sum(v[i] for v in ph.values()) for i, t in enumerate(step_s)]
+        return ph
+
+
 def run_course(cfg) -> dict:
     import course_lib.toy.trainer as toy
     # two pieces of the step timed from outside: the no-gradient recompute of pi_old and pi_ref
@@ -208,25 +249,21 @@ def run_course(cfg) -> dict:
 
 
 def run_trl(cfg, state: dict) -> dict:
-    from transformers import TrainerCallback
     held = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout")
     tiny = build_model(cfg)
     out = {"reward": [], "heldout": [], "step_s": [], "tokens": [], "eval_steps": []}
-    phases = {"sample": [], "score": [], "loss forward": [], "backward + optimiser": []}   # per step, seconds
 
     def evaluate(model):
         tiny.load_state_dict(to_tiny(model, cfg, state))
         return heldout_accuracy(tiny, held, cfg.max_new_tokens)
 
-    begin, eval_s = [], []
+    eval_s = []
 
-    class Clock(TrainerCallback):
+    class Clock(PhaseClock):
         """A step's time runs from one step's start to the next one's (so it includes the Trainer's
         logging after the step), less the evaluation, which only this script does."""
         def on_step_begin(self, args, st, control, **kw):
-            for v in phases.values():
-                v.append(0.0)
-            begin.append(time.perf_counter())
+            super().on_step_begin(args, st, control, **kw)
             eval_s.append(0.0)
 
         def on_step_end(self, args, st, control, model=None, **kw):
@@ -236,34 +273,19 @@ def run_trl(cfg, state: dict) -> dict:
                 out["eval_steps"].append(st.global_step)
                 eval_s[-1] = time.perf_counter() - t0
 
-        def on_pre_optimizer_step(self, args, st, control, **kw):     # gradient clipping and the step
-            self.t_opt = time.perf_counter()
-
-        def on_optimizer_step(self, args, st, control, **kw):
-            phases["backward + optimiser"][-1] += time.perf_counter() - self.t_opt
-
-        def on_train_end(self, args, st, control, **kw):
-            begin.append(time.perf_counter())
-
         def on_log(self, args, st, control, logs=None, **kw):
             if logs and "reward" in logs:
                 out["reward"].append(logs["reward"])
                 out["tokens"].append(logs["completions/mean_length"] * cfg.batch_size)
 
+    clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = trl_trainer(cfg, state, cfg.steps, tmp, callbacks=[Clock()])
-        # where a step's time goes: generation, scoring (decoding, rewards, advantages, padding, metrics),
-        # the loss's forward, its backward and the optimiser; "other": the Trainer's own bookkeeping
-        trainer._generate_single_turn = _timed(trainer._generate_single_turn, phases, "sample")
-        trainer._generate_and_score_completions = _timed(trainer._generate_and_score_completions, phases, "score")
-        trainer.compute_loss = _timed(trainer.compute_loss, phases, "loss forward")
-        trainer.accelerator.backward = _timed(trainer.accelerator.backward, phases, "backward + optimiser")
+        trainer = trl_trainer(cfg, state, cfg.steps, tmp, callbacks=[clock])
+        clock.wrap(trainer)
         out["heldout"].append((0, evaluate(trainer.model)))
         trainer.train()
-    out["step_s"] = [b - a - e for a, b, e in zip(begin, begin[1:], eval_s)]
-    phases["score"] = [a - b for a, b in zip(phases["score"], phases["sample"])]     # without generation
-    phases["other"] = [t - sum(v[i] for v in phases.values()) for i, t in enumerate(out["step_s"])]
-    out["phases"] = phases
+    out["step_s"] = [b - a - e for a, b, e in zip(clock.begin, clock.begin[1:], eval_s)]
+    out["phases"] = clock.finish(out["step_s"])
     return out
 
 
