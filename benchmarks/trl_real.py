@@ -31,7 +31,6 @@ the record keeps the load average at the start and the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -219,10 +218,7 @@ def main(argv=None) -> None:
     record = {"config": config_record(cfg), "trl_config": fw.trl_text(cfg), "trl_machine": MACHINE,
               "sizes": {"prompts": a.prompts, "samples": a.samples, "tokens": a.tokens, "steps": a.steps},
               "environment": env, "runs": runs, "step_time_ratio": ratio}
-    with open(a.out, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
-    print(f"wrote {a.out}")
+    trl_toy.write_record(record, a.out)
 
 
 if __name__ == "__main__":

@@ -321,6 +321,14 @@ def environment(threads: int) -> dict:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+def write_record(record: dict, out: str) -> None:
+    """The run's record as indented JSON at ``out``, said on stdout."""
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(f"wrote {out}")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=100)
@@ -372,10 +380,7 @@ def main(argv=None) -> None:
               "trl_machine": {k: v for k, v in MACHINE.items()}, "environment": env,
               "warm_start_s": warm_s, "runs": runs, "repeats": repeats, "step_time_ratio": ratio,
               "step_time_ratio_p10": ratio_p10}
-    with open(a.out, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
-    print(f"wrote {a.out}")
+    write_record(record, a.out)
 
 
 if __name__ == "__main__":
