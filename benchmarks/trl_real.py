@@ -50,7 +50,6 @@ from course_lib.toy.history import config_record                # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import trl_toy                                                  # noqa: E402  (its step clock and machine record)
-from trl_toy import environment                                 # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "trl_real.json"
 # `make model` builds the folder inside the course's venv; the peers venv has none of its own (lm.cache_dir()
@@ -168,7 +167,8 @@ def run_trl(cfg) -> dict:
         clock.wrap(trainer)
         trainer.train()
     out["step_s"] = [b - a for a, b in zip(clock.begin, clock.begin[1:])]
-    out.update(phases=clock.finish(out["step_s"]), timed=list(range(1, len(out["step_s"]))), wall_s=time.perf_counter() - t0)
+    out.update(phases=clock.finish(out["step_s"]), timed=list(range(1, len(out["step_s"]))),
+               wall_s=time.perf_counter() - t0)
     return out
 
 
@@ -196,7 +196,7 @@ def main(argv=None) -> None:
     torch.set_flush_denormal(True)
     folder = use_course_model()
     cfg = bench_config(a.steps, a.prompts, a.samples, a.tokens, a.threads, a.seed)
-    env = environment(a.threads)
+    env = trl_toy.environment(a.threads)
     print(f"{env['date']}: {env['cpu']}, {env['cpus']} CPUs, {a.threads} thread(s), torch {env['torch']}, "
           f"TRL {env['trl']}; load average {env['load_average_start']}; model {folder}", flush=True)
     print(f"{a.prompts} prompts x {a.samples} samples x <= {a.tokens} new tokens, {a.steps} step(s) each", flush=True)

@@ -95,7 +95,7 @@ def run_costs(run: dict) -> dict:
 
 
 def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
-                     rel: float = 1e-4) -> list[str]:
+                         rel: float = 1e-4) -> list[str]:
     """The keys on which a live run's first rows differ from the stored run's (relative ``rel``; empty: they
     agree). Used where both ran on the same float path."""
     bad = []
