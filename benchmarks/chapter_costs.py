@@ -50,7 +50,7 @@ def render(rows: list[tuple[str, dict]]) -> str:
     total = sum(m["wall_s"] for _, m in rows)
     lines.append("")
     import torch
-    from course_lib.toy.history import cpu_model
+    from course_lib.rl.history import cpu_model
     lines.append(f"Measured {time.strftime('%Y-%m-%d')} by `make costs` on {cpu_model()} (PyTorch capability "
                  f"{torch.backends.cpu.get_cpu_capability()}), {_cores()} cores, Python {platform.python_version()}; "
                  f"all chapters together "

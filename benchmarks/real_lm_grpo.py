@@ -1,4 +1,4 @@
-"""GRPO on the real model, stored with seeds: the course's trainer (``toy.trainer.train``) trains
+"""GRPO on the real model, stored with seeds: the course's trainer (``rl.trainer.train``) trains
 SmolLM2-135M-Instruct (``make_config("real")``) on the chat addition task, and each run is measured on the
 held-out questions after training exactly as ``real_lm_task.py`` measured the model before it.
 
@@ -39,8 +39,8 @@ from real_lm_task import environment, run, summary                # noqa: E402
 
 from course_lib import lm                                          # noqa: E402
 from course_lib.lm_task import SYSTEM, ChatAdditionTask            # noqa: E402
-from course_lib.toy.config import make_config                      # noqa: E402
-from course_lib.toy.history import config_record                   # noqa: E402
+from course_lib.rl.config import make_config                      # noqa: E402
+from course_lib.rl.history import config_record                   # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_grpo.json"
 ARMS = {"grpo": {}, "token_sum": {"agg": "seq-mean-token-sum-norm"}}
@@ -77,7 +77,7 @@ def heldout(chat: lm.ChatLM) -> dict:
 def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
     from course_lib.lm_policy import build_policy
-    from course_lib.toy.trainer import train
+    from course_lib.rl.trainer import train
     torch.set_num_threads(2)
     cfg = arm_config(arm, seed, steps)
     t0 = time.perf_counter()

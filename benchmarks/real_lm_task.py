@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from course_lib import lm                                       # noqa: E402
 from course_lib.lm_task import ChatAdditionTask, exact, formatted   # noqa: E402
-from course_lib.toy.history import cpu_model                    # noqa: E402
+from course_lib.rl.history import cpu_model                    # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_task.json"
 

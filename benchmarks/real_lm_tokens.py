@@ -29,7 +29,7 @@ def main(argv=None) -> None:
 
     from course_lib import lm
     from course_lib import lm_tokens
-    from course_lib.toy.history import environment
+    from course_lib.rl.history import environment
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     p.add_argument("--out", default=OUT)

@@ -29,9 +29,9 @@ ARMS = {"1 process": dict(num_threads=1), "2 ranks (DDP)": dict(world_size=2, nu
 def main(argv=None) -> None:
     import torch
 
-    from course_lib.toy.config import make_config
-    from course_lib.toy.history import environment
-    from course_lib.toy.trainer import train, train_distributed
+    from course_lib.rl.config import make_config
+    from course_lib.rl.history import environment
+    from course_lib.rl.trainer import train, train_distributed
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=200)

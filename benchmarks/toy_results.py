@@ -59,16 +59,16 @@ def _job(args):
     name, label, seed, steps, threads, long_size = args
     import torch
     torch.set_num_threads(threads)
-    from course_lib.toy.config import make_config
+    from course_lib.rl.config import make_config
     from course_lib.toy.experiments import thin, to_columns
-    from course_lib.toy.trainer import train
+    from course_lib.rl.trainer import train
     comp = run_sets(long_size)[name]
     cfg = comp.configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
     out = to_columns(thin(h, KEYS, every=2).to_json())
     if comp.passk:                      # right answers among n samples per held-out prompt, before and after
         from course_lib.toy.long_answers import passk_counts
-        from course_lib.toy.trainer import warm_start
+        from course_lib.rl.trainer import warm_start
         n, prompts = comp.passk
         out["passk"] = {"n": n, "prompts": prompts,
                         "base": passk_counts(cfg, warm_start(cfg)[0], n, prompts, seed=seed),
@@ -79,8 +79,8 @@ def _job(args):
 def _key(config: dict) -> str:
     """A config as JSON, with fields added to ToyConfig since it was stored filled in with their
     defaults (a run stored before a field existed ran with that field's default)."""
-    from course_lib.toy.config import ToyConfig
-    from course_lib.toy.history import config_record
+    from course_lib.rl.config import ToyConfig
+    from course_lib.rl.history import config_record
     return json.dumps({**config_record(ToyConfig()), **config}, sort_keys=True)
 
 
@@ -90,7 +90,7 @@ def stored_runs(out_dir: str) -> dict:
     variables): the same config gives the same run there, but another CPU's float rounding gives
     another warm start."""
     from course_lib.toy.experiments import to_columns
-    from course_lib.toy.history import replays_here
+    from course_lib.rl.history import replays_here
     found = {}
     for fname in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
         if fname.startswith("toy_") and fname.endswith(".json"):
@@ -127,7 +127,7 @@ def main(argv=None) -> None:
     COMPARISONS = run_sets(a.size)
     os.makedirs(a.out, exist_ok=True)
     if a.fingerprints:
-        from course_lib.toy.config import ToyConfig
+        from course_lib.rl.config import ToyConfig
         from course_lib.toy.fingerprint import fingerprint
         for name in a.only:
             path = os.path.join(a.out, f"toy_{name}.json")
@@ -148,10 +148,10 @@ def main(argv=None) -> None:
 
     import torch
 
-    from course_lib.toy.config import make_config
+    from course_lib.rl.config import make_config
     from course_lib.toy.fingerprint import fingerprint
-    from course_lib.toy.history import environment
-    from course_lib.toy.trainer import config_record
+    from course_lib.rl.history import environment
+    from course_lib.rl.trainer import config_record
     device = make_config("smoke").resolved_device()          # what the runs train on
     stored = {} if a.rerun else stored_runs(a.out)
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}

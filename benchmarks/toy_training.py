@@ -34,11 +34,11 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from course_lib.toy.config import make_config            # noqa: E402
+from course_lib.rl.config import make_config            # noqa: E402
 from course_lib.toy.experiments import error_analysis   # noqa: E402
 from course_lib.toy.policy import compute_precision, sample   # noqa: E402
 from course_lib.toy.task import make_task                # noqa: E402
-from course_lib.toy.trainer import build_model, stop_check_every, train, warm_start   # noqa: E402
+from course_lib.rl.trainer import build_model, stop_check_every, train, warm_start   # noqa: E402
 
 TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95), "long": ("gain", 0.1),
            "long_gpu": ("gain", 0.1)}
@@ -88,7 +88,7 @@ def flops_per_step(cfg) -> dict:
     """Model FLOPs of one step of ``cfg`` at the full budget (every response max_new_tokens long):
     per token of the learner's forward + backward, and per step for sampling, learning and the
     no-grad forwards (pi_old when recomputed, pi_ref every step only with a KL term or the monitor)."""
-    from course_lib.toy.trainer import reuses_loss_forward
+    from course_lib.rl.trainer import reuses_loss_forward
     model = build_model(cfg, dtype=torch.float32).to("meta")
     ctx = make_task(cfg).prompt_len + cfg.max_new_tokens
     B, positions = cfg.batch_size, cfg.batch_size * (ctx - 1)

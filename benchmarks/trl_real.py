@@ -11,7 +11,7 @@ config: 8 prompts x 4 samples of at most 48 new tokens, one optimiser step per b
 lr 2e-5, reward = exact + 0.5 x format, GRPO's loss and its sequence-mean aggregation, no KL term), in one
 process, one after the other, on ``--threads`` threads:
 
-- the course: ``course_lib.toy.trainer.train`` on ``make_config("real")``;
+- the course: ``course_lib.rl.trainer.train`` on ``make_config("real")``;
 - TRL: ``trl.GRPOTrainer`` with ``GRPOConfig(**frameworks.to_trl(cfg))`` plus the machine's settings (CPU,
   float32, no vLLM, no checkpoints, no activation checkpointing, one log row a step), on its own copy of the
   model loaded by ``course_lib.lm.load``, its tokenizer, the task's questions as chat prompts (system + user
@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from course_lib import frameworks as fw                         # noqa: E402
 from course_lib import lm, lm_task                              # noqa: E402
-from course_lib.toy.config import make_config                   # noqa: E402
-from course_lib.toy.history import config_record                # noqa: E402
+from course_lib.rl.config import make_config                   # noqa: E402
+from course_lib.rl.history import config_record                # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import trl_toy                                                  # noqa: E402  (its step clock and machine record)
@@ -133,7 +133,7 @@ def bench_config(steps: int, prompts: int, samples: int, tokens: int, threads: i
 # ----------------------------------------------------------------------------------------------
 def run_course(cfg) -> dict:
     """``train(cfg)``: every step's wall time, its phases from the trainer's own rows, the mean reply length."""
-    from course_lib.toy.trainer import train
+    from course_lib.rl.trainer import train
     t0 = time.perf_counter()
     hist = train(cfg, progress=False)
     rows = hist.rows[1:]

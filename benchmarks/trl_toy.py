@@ -8,7 +8,7 @@ Both trainers start from the course's warm start of the smoke config and run the
 on the same batch (64 prompts x G = 8), budget (6 new tokens), learning rate and thread count, one after
 the other in one process:
 
-- the course: ``course_lib.toy.trainer.train``;
+- the course: ``course_lib.rl.trainer.train``;
 - TRL: ``trl.GRPOTrainer`` with ``GRPOConfig(**frameworks.to_trl(cfg))`` plus the machine's settings
   (CPU, bf16 off, no vLLM, no checkpoints), on a ``transformers.GPT2LMHeadModel`` built from a config that
   has the toy's shape and carries its warm-start weights (``to_gpt2``: same forward, same log-probs), a
@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from course_lib import frameworks as fw                       # noqa: E402
-from course_lib.toy.config import make_config                 # noqa: E402
-from course_lib.toy.history import config_record, cpu_model   # noqa: E402
+from course_lib.rl.config import make_config                 # noqa: E402
+from course_lib.rl.history import config_record, cpu_model   # noqa: E402
 from course_lib.toy.task import EOS, PAD, PROMPT_LEN, AdditionTask, correctness, to_text   # noqa: E402
-from course_lib.toy.trainer import build_model, heldout_accuracy, train, warm_start   # noqa: E402
+from course_lib.rl.trainer import build_model, heldout_accuracy, train, warm_start   # noqa: E402
 
 # The toy's token ids 0..12 as text; PAD (13) is left out: the toy's policy can never emit it (its logit
 # bias is -1e4), so a 13-token vocabulary gives the same softmax, and TRL pads with EOS after the first EOS.
@@ -217,7 +217,7 @@ class PhaseClock(TrainerCallback):
 
 
 def run_course(cfg) -> dict:
-    import course_lib.toy.trainer as toy
+    import course_lib.rl.trainer as toy
     # two pieces of the step timed from outside: the no-gradient recompute of pi_old and pi_ref
     # (trainer.targets) and the loss's forward (the learner's forward with gradient, trainer.learner_logp,
     # and the loss on it, trainer.policy_loss); train() looks them up at call time

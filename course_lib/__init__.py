@@ -12,12 +12,13 @@ Modules, by concept (dependencies point down the list):
 - ``corrections``  TIS weights and MIS masks (train/inference mismatch)
 - ``losses``       registry of policy losses: PPO/GRPO, DAPO, Dr. GRPO, GSPO, CISPO, SAPO;
                    per-token gradient coefficient c(r, A) by autograd
-- ``split``        every aggregation under micro-batches and data-parallel ranks: the exact per-piece
-                   normaliser, the naive ones, group and batch statistics under a split
 - ``ranks``        the gloo process launcher (several CPU processes, one torch.distributed group)
-- ``toy``          the toy policy-training chapter (task, policy, config, trainer, experiments)
-- ``distributed``  the split run on torch.distributed (gloo CPU processes), DDP averaging gradients
 - ``lm``           the real model (SmolLM2-135M-Instruct, offline): load, chat prompts, sampling, scoring
+- ``toy``          the toy's policy and tasks (the trainer's plug-ins); its studies (experiments, curves,
+                   diagnosis, long answers) run ``rl``
+- ``lm_policy``, ``lm_task``  the real model's policy and chat task for the trainer
+- ``rl``           the trainer for any policy and task: config, train, split (every aggregation under
+                   micro-batches and ranks), distributed (the split run on torch.distributed)
 - ``lm_tokens``    chapter 12's measurements on the real model's replies
 - ``metrics``      the glossary: every metric key the trainer logs, defined once
 - ``judge``        the exercise judge behind ``python judge.py`` and the in-notebook ``check``

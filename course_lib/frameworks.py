@@ -494,7 +494,7 @@ def resolved_loss_knobs(cfg) -> dict:
     """The loss knobs a ToyConfig runs with: the config's own, else the loss function's defaults
     (what the toy trainer passes), plus ``loss`` (its registry name) and ``std_scaling``."""
     from . import losses
-    from .toy.trainer import loss_knobs
+    from .rl.trainer import loss_knobs
     if not isinstance(cfg.loss, str):
         raise ValueError(f"cfg.loss must be a registered loss name to translate, got {cfg.loss!r}")
     fn = losses.resolve_loss(cfg.loss)
@@ -662,7 +662,7 @@ def not_translated(cfg, framework: str) -> list:
     translation for ``framework`` does not carry: the toy's own (task, model, warm start, evaluation) or
     knobs the framework's translation leaves to the reader."""
     from dataclasses import fields
-    from .toy.config import ToyConfig
+    from .rl.config import ToyConfig
     base = ToyConfig()
     left = [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(ToyConfig)
             if f.name not in CARRIED[framework] and getattr(cfg, f.name) != getattr(base, f.name)]
@@ -910,7 +910,7 @@ def translation_cases() -> dict:
     OpenRLHF."""
     from dataclasses import replace
     from . import losses
-    from .toy.config import SIZES, make_config
+    from .rl.config import SIZES, make_config
     from .toy.experiments import COMPARISONS
     base = make_config("smoke")
     cases = {f"size {size}": make_config(size) for size in SIZES}
@@ -1101,7 +1101,7 @@ def load_trl_run(path) -> dict:
     """Read benchmarks/trl_toy.py's stored run -> its record, with ``toy_config`` (the ToyConfig both
     trainers ran) added. Per trainer (``runs["course"]``, ``runs["TRL"]``): the sampled reward of every
     step, the greedy held-out accuracy [(step, acc)], the wall time of every step, and a summary."""
-    from .toy.config import ToyConfig
+    from .rl.config import ToyConfig
     with open(path) as f:
         data = json.load(f)
     if not TRL_RUN_KEYS <= set(data) or set(data["runs"]) != {"course", "TRL"}:

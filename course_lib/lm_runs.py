@@ -113,7 +113,7 @@ def same_float_path(env: dict) -> bool:
     import torch
     import transformers
 
-    from .toy.history import cpu_model
+    from .rl.history import cpu_model
     here = (cpu_model(), torch.backends.cpu.get_cpu_capability(), torch.__version__, transformers.__version__)
     return (env["cpu"], env["capability"], env["torch"], env["transformers"]) == here
 

@@ -7,7 +7,7 @@ Processes come from a fork server that has imported torch and what DDP imports o
 (torch._dynamo, some 800 modules, seconds per process): it pays that once per Python session, and
 each later start of R ranks takes a fraction of a second. The server ends with this process.
 
-Below everything that runs on ranks: ``toy.trainer.train_distributed`` and ``distributed`` (chapter 10)
+Below everything that runs on ranks: ``rl.trainer.train_distributed`` and ``rl.distributed`` (chapter 10)
 call it; it imports nothing of the course but ``masking``.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .masking import check_int
 
 # what the fork server imports once: torch's distributed stack and the modules whose functions the
 # ranks run (a target must be importable by name in the rank)
-PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "course_lib.distributed"]
+PRELOAD = ["torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "course_lib.rl.distributed"]
 
 
 def _entry(rank: int, target: Callable, world_size: int, payload: Any, tmp: str, timeout_s: float) -> None:

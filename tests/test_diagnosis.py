@@ -7,8 +7,8 @@ import pytest
 
 from course_lib.metrics import check_keys
 from course_lib.toy import diagnosis
-from course_lib.toy.config import ToyConfig, make_config
-from course_lib.toy.history import History, config_record, load_results
+from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.history import History, config_record, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY_FILE = ROOT / "notebooks" / "data" / "toy_gallery.json"

@@ -1,4 +1,4 @@
-"""course_lib.distributed: DDP on gloo with 2 and 4 CPU processes gives the full batch's gradient.
+"""course_lib.rl.distributed: DDP on gloo with 2 and 4 CPU processes gives the full batch's gradient.
 
 One process group per world size runs every check (process start-up dominates the cost); every
 run's processes are gone afterwards, also when a rank raises or hangs.
@@ -9,8 +9,8 @@ import time
 import pytest
 import torch
 
-from course_lib import distributed as D
-from course_lib import split as S
+from course_lib.rl import distributed as D
+from course_lib.rl import split as S
 
 WORLD_SIZES = (2, 4)
 NAIVE = [s for s in S.STRATEGIES if s != "exact"]

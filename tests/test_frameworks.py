@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from course_lib import frameworks as fw
-from course_lib.toy.config import make_config
+from course_lib.rl.config import make_config
 from course_lib.toy.experiments import COMPARISONS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 import pytest
 
 from course_lib import frameworks as fw
-from course_lib.toy.config import ToyConfig, make_config
+from course_lib.rl.config import ToyConfig, make_config
 
 # field -> (a non-default value, the other fields it needs to take effect)
 CHANGES = {

@@ -88,7 +88,7 @@ def test_course_lib_has_no_import_cycle():
     # a package's __init__ re-exporting its own modules is not a layer pointing back
     graph = {m: {d for d in deps if not _is_parent_package(m, d)} for m, deps in graph.items()}
     assert len(graph) > 40
-    assert "course_lib.toy.trainer" in graph["course_lib.distributed"]     # the graph is read
+    assert "course_lib.rl.trainer" in graph["course_lib.rl.distributed"]     # the graph is read
     assert not import_cycles(graph), import_cycles(graph)
 
 
@@ -103,3 +103,33 @@ def test_a_planted_cycle_hidden_in_a_function_is_found(tmp_path):
     graph = import_graph(pkg)
     assert graph["pkg.low"] == {"pkg.sub.high"} and graph["pkg.sub.high"] == {"pkg.low"}
     assert import_cycles(graph) == [["pkg.low", "pkg.sub.high"]]
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for d in graph[todo.pop()] - seen:
+            seen.add(d)
+            todo.append(d)
+    return seen
+
+
+PLUG_INS = ["course_lib.toy.policy", "course_lib.toy.task", "course_lib.toy.scratchpad", "course_lib.toy.tokens",
+            "course_lib.lm", "course_lib.lm_policy", "course_lib.lm_task"]
+TOY_STUDIES = ["course_lib.toy.experiments", "course_lib.toy.curves", "course_lib.toy.diagnosis",
+               "course_lib.toy.fingerprint", "course_lib.toy.long_answers", "course_lib.toy.scaling"]
+
+
+def test_the_trainer_sits_above_its_plug_ins_and_below_the_studies():
+    """course_lib.rl (the trainer) imports the policies and tasks; none of them reaches back into it, and
+    the trainer reaches none of the toy's studies (which run it)."""
+    graph = import_graph(ROOT / "course_lib")
+    rl = {m for m in graph if m == "course_lib.rl" or m.startswith("course_lib.rl.")}
+    assert {"course_lib.rl.trainer", "course_lib.rl.split", "course_lib.rl.distributed"} <= rl
+    assert {"course_lib.toy.policy", "course_lib.toy.task"} <= _reach(graph, "course_lib.rl.trainer")
+    assert "course_lib.lm_policy" in _reach(graph, "course_lib.rl.model")
+    for m in PLUG_INS:
+        assert not _reach(graph, m) & rl, (m, sorted(_reach(graph, m) & rl))
+    for m in sorted(rl):
+        assert not _reach(graph, m) & set(TOY_STUDIES), (m, sorted(_reach(graph, m) & set(TOY_STUDIES)))
+    assert not _reach(graph, "course_lib.toy") & rl          # the toy package's __init__ re-exports nothing of rl

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from course_lib import lm_runs
-from course_lib.toy.history import config_record
+from course_lib.rl.history import config_record
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = json.loads((ROOT / "notebooks" / "data" / "real_lm_grpo.json").read_text())

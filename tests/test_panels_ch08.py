@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from course_lib.toy import diagnosis
-from course_lib.toy.history import load_results
+from course_lib.rl.history import load_results
 from course_lib.widgets import gallery_panel
 
 DATA = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "toy_gallery.json"

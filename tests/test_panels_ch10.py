@@ -32,7 +32,7 @@ def test_the_split_figure_draws_every_naive_strategy_and_mode_from_the_rows():
     import matplotlib.pyplot as plt
     import torch
 
-    from course_lib import split as S
+    from course_lib.rl import split as S
     from course_lib.plots import split_error_plot
     lengths = S.spread_lengths(48, 100, 0.6)
     mask = torch.arange(int(lengths.max()))[None] < lengths[:, None]

@@ -62,9 +62,9 @@ def test_passk_counts_draw_each_prompts_n_samples_from_that_prompt(monkeypatch):
     from typing import ClassVar
 
     from course_lib.toy import task as T
-    from course_lib.toy.config import ToyConfig
+    from course_lib.rl.config import ToyConfig
     from course_lib.toy.long_answers import passk_counts
-    from course_lib.toy.trainer import build_model
+    from course_lib.rl.trainer import build_model
 
     @dataclass(frozen=True)
     class EvenTask(T.AdditionTask):

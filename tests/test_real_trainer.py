@@ -11,8 +11,8 @@ import torch
 from course_lib import lm, lm_task, losses
 from course_lib.advantages import group_advantages
 from course_lib.lm_policy import ChatPolicy, build_policy
-from course_lib.toy import trainer
-from course_lib.toy.config import POLICIES, ToyConfig, make_config
+from course_lib.rl import trainer
+from course_lib.rl.config import POLICIES, ToyConfig, make_config
 from course_lib.toy.task import TASKS
 
 SMALL = dict(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=8, micro_batches=2, eval_every=2,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course_lib.toy import scaling
-from course_lib.toy.history import History
+from course_lib.rl.history import History
 
 
 def test_the_fit_recovers_a_known_curve_and_its_ceiling():

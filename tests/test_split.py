@@ -1,9 +1,9 @@
-"""course_lib.split: every aggregation mode and loss under micro-batches and ranks, against the full batch."""
+"""course_lib.rl.split: every aggregation mode and loss under micro-batches and ranks, against the full batch."""
 import pytest
 import torch
 
 import reference as ref
-from course_lib import split as S
+from course_lib.rl import split as S
 from course_lib.advantages import group_advantages
 from course_lib.aggregation import MODES, aggregate
 from course_lib.losses import FRAMEWORK_LOSSES, LOSSES

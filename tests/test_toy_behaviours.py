@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from course_lib.toy import task as T
-from course_lib.toy import trainer
-from course_lib.toy.config import ToyConfig
+from course_lib.rl import trainer
+from course_lib.rl.config import ToyConfig
 from course_lib.toy.policy import TinyGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py

@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib.toy import trainer
-from course_lib.toy.config import CHANGEABLE, ToyConfig, make_config
+from course_lib.rl import trainer
+from course_lib.rl.config import CHANGEABLE, ToyConfig, make_config
 from course_lib.toy.fingerprint import NONDETERMINISTIC
-from course_lib.toy.trainer import train
+from course_lib.rl.trainer import train
 
 TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
                  warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,

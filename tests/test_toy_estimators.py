@@ -9,8 +9,8 @@ import torch
 
 import reference as ref
 from course_lib import losses
-from course_lib.toy import ToyConfig, trainer
-from course_lib.toy.config import CHOICES
+from course_lib.rl import ToyConfig, trainer
+from course_lib.rl.config import CHOICES
 from course_lib.toy.policy import sample
 from course_lib.toy.task import correctness
 

@@ -26,7 +26,7 @@ def test_every_comparison_declares_glossary_keys_led_by_its_tested_metric():
 
 
 def test_the_every_loss_comparison_trains_every_loss_and_every_estimator_the_trainer_runs():
-    from course_lib.toy.config import CHOICES
+    from course_lib.rl.config import CHOICES
     comp = COMPARISONS["all_losses"]
     trained = {kw["loss"] for kw in comp.variants.values()}
     assert trained == set(losses.available_losses()) | set(losses.framework_losses())
@@ -67,7 +67,7 @@ def _stored_copy(tmp_path, env):
 
 
 def test_toy_results_copies_stored_runs_instead_of_training_them(tmp_path, monkeypatch):
-    from course_lib.toy.history import environment
+    from course_lib.rl.history import environment
     tr = _toy_results()
     before = _stored_copy(tmp_path, environment())
     def no_training(*args):
@@ -88,7 +88,7 @@ def test_toy_results_never_copies_a_run_made_in_another_environment(tmp_path):
 
 
 def test_a_cuda_run_is_never_copied_or_replayed_and_a_file_without_a_device_was_a_cpus(tmp_path):
-    from course_lib.toy.history import environment, replays_here
+    from course_lib.rl.history import environment, replays_here
     tr = _toy_results()
     here = environment()
     assert here["device"] == "cpu" and replays_here(here)
@@ -106,7 +106,7 @@ def test_a_cuda_run_is_never_copied_or_replayed_and_a_file_without_a_device_was_
 def test_the_long_answer_comparisons_run_the_scratchpad_task_at_its_size(size):
     """Every arm at the size's budget (truncation: 8 tokens below it) and batch; the GPU size's comparisons
     differ from the stored ones only in the size's fields."""
-    from course_lib.toy.config import SIZES, make_config
+    from course_lib.rl.config import SIZES, make_config
     from course_lib.toy.long_answers import long_comparisons
     comps = long_comparisons(size)
     assert set(comps) == set(LONG_COMPARISONS)

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import reference as ref
-from course_lib.toy import trainer
-from course_lib.toy.config import ToyConfig
+from course_lib.rl import trainer
+from course_lib.rl.config import ToyConfig
 from course_lib.toy.policy import TinyGPT, sample
 from course_lib.toy.task import EOS, PROMPT_LEN, AdditionTask
 

@@ -17,13 +17,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib import distributed as D
+from course_lib.rl import distributed as D
 from course_lib.aggregation import MODES
 from course_lib.losses import FRAMEWORK_LOSSES, LOSSES, resolve_loss
-from course_lib.split import BATCH_STATISTIC_LOSSES
-from course_lib.toy import trainer
+from course_lib.rl.split import BATCH_STATISTIC_LOSSES
+from course_lib.rl import trainer
 from course_lib.ranks import run_ranks
-from course_lib.toy.config import ToyConfig
+from course_lib.rl.config import ToyConfig
 from test_toy_oracle import BASE, make_models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -84,7 +84,7 @@ def test_ddp_over_gloo_ranks_gives_the_single_process_gradient(setup, full, worl
 def test_a_split_without_the_rule_fails(setup, full, monkeypatch):
     """The tests above can fail: with each piece's own mean (scale 1), 3 micro-batches sum 3 means."""
     key = "grpo,token-mean"
-    monkeypatch.setattr("course_lib.split.piece_scale", lambda *a, **k: 1.0)
+    monkeypatch.setattr("course_lib.rl.split.piece_scale", lambda *a, **k: 1.0)
     with pytest.raises(AssertionError, match="gradient off"):
         _assert_same(D.toy_first_update(replace(CASES[key], micro_batches=3), *setup), full[key], key)
 
@@ -134,8 +134,8 @@ NOT_BATCH_MEANS = ("time/", "speed/", "flops/",        # this rank's own (train_
 
 def _sampled_metrics_rank(rank: int, world_size: int, collected):
     """On a rank: the sampling metrics of its share of ``collected`` (contiguous), all-gathered."""
-    from course_lib.toy.data_parallel import DataParallel, gather_collected
-    from course_lib.toy.rollout import Collected, sampling_metrics
+    from course_lib.rl.data_parallel import DataParallel, gather_collected
+    from course_lib.rl.rollout import Collected, sampling_metrics
     n = len(collected.rewards) // world_size
     rows = slice(rank * n, (rank + 1) * n)
     share = Collected(None, *(t[rows] for t in (collected.rewards, collected.correct, collected.lengths,
@@ -149,7 +149,7 @@ def test_two_ranks_report_the_single_process_means_of_the_whole_batch(setup):
     (clip fractions, losses, entropy, kl/ref, ...) reduced over ranks, the sampling ones (mean reward)
     all-gathered; neither a sum over the ranks nor a mean of per-rank means that ignores their token
     counts (the two halves of this batch hold different numbers of tokens)."""
-    from course_lib.toy.rollout import Collected, sampling_metrics
+    from course_lib.rl.rollout import Collected, sampling_metrics
     from course_lib.toy.task import EOS
     model_state, ref_state, batch = setup
     half = len(batch.rewards) // 2
@@ -198,7 +198,7 @@ def test_estimators_with_batch_statistics_give_the_full_batch_result_on_two_rank
 
 def _whole_batch_rank(rank: int, world_size: int, payload):
     """On a rank: its rows' REINFORCE++ advantages from its own rewards and mask (of its own length)."""
-    from course_lib.toy.data_parallel import DataParallel
+    from course_lib.rl.data_parallel import DataParallel
     rewards, mask = payload["rewards"][rank], payload["mask"][rank]
     batch = trainer.Batch(None, None, mask, None, rewards)
     dp = DataParallel(rank, world_size, torch.nn.Identity())

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from course_lib.toy import task as T
-from course_lib.toy.config import ToyConfig
-from course_lib.toy.trainer import build_model, train
+from course_lib.rl.config import ToyConfig
+from course_lib.rl.trainer import build_model, train
 
 TINY = dict(steps=3, prompts_per_step=8, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=20,
             warm_target=None, warm_batch=32, n_heldout=16, eval_every=3, device="cpu", num_threads=1)
@@ -102,7 +102,7 @@ def test_a_second_reward_term_adds_the_format_verdict_to_the_correctness(monkeyp
     """format_weight w: each sampled response's reward is exact + w * format, both read by the task's
     own verifiers on the responses drawn (the terms differ on some responses, so both are seen).
     The sampler returns the task's warm-start traces (half with a slip), cut at the budget."""
-    from course_lib.toy import trainer
+    from course_lib.rl import trainer
     from course_lib.toy.policy import Rollout
     from course_lib.toy.scratchpad import ScratchpadTask
     cfg = ToyConfig(task="scratchpad", max_new_tokens=40, format_weight=0.5, **TINY)
@@ -139,7 +139,8 @@ def test_the_new_knobs_refuse_what_they_cannot_do():
 
 @pytest.mark.parametrize("name, n_all, max_new", [("addition", 10_000, 6), ("scratchpad", 10 ** 6, 48)])
 def test_the_held_out_size_follows_the_config_and_none_of_them_is_trained_on(name, n_all, max_new, monkeypatch):
-    from course_lib.toy import scratchpad, trainer
+    from course_lib.rl import trainer
+    from course_lib.toy import scratchpad
     cfg = ToyConfig(task=name, max_new_tokens=max_new, **{**TINY, "n_heldout": 37, "steps": 1, "warm_steps": 0})
     task = T.make_task(cfg)
     held, rest = task.prompts("heldout"), task.prompts("train")

@@ -9,10 +9,10 @@ import torch
 import reference as ref
 from course_lib import advantages, losses
 from course_lib.metrics import METRICS
-from course_lib.toy import ToyConfig, load_histories, make_config, save_histories, train, trainer
+from course_lib.rl import ToyConfig, load_histories, make_config, save_histories, train, trainer
 from course_lib.toy.policy import Rollout, sample
 from course_lib.toy.task import AdditionTask, to_text
-from course_lib.toy.trainer import loss_knobs, warm_start
+from course_lib.rl.trainer import loss_knobs, warm_start
 
 TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
                  warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,

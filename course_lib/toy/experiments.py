@@ -8,9 +8,9 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..losses import available_losses, framework_losses
-from .config import ToyConfig, make_config
-from .history import History, from_columns, load_results, to_columns  # noqa: F401 (re-exported)
-from .trainer import train
+from ..rl.config import ToyConfig, make_config
+from ..rl.history import History, from_columns, load_results, to_columns  # noqa: F401 (re-exported)
+from ..rl.trainer import train
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def _addition_only(cfg: ToyConfig, what: str) -> None:
 
 
 def _warm_policy(cfg: ToyConfig):
-    from .trainer import build_model, warm_start
+    from ..rl.trainer import build_model, warm_start
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)
     model.load_state_dict(warm_start(cfg, device)[0])
@@ -342,7 +342,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, s
 
     from .policy import sample
     from .task import AdditionTask, carry_class, decode_operands
-    from .trainer import build_model
+    from ..rl.trainer import build_model
     _addition_only(cfg, "error_analysis")
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import torch
 
-from .config import ToyConfig
+from ..rl.config import ToyConfig
 
 STEPS = 2                                 # RL steps after the warm start
 WARM_STEPS = 60                           # supervised steps at most: greedy accuracy about 0.04, the
@@ -40,7 +40,7 @@ def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
     start of at most ``WARM_STEPS`` steps, on one CPU thread, every monitor on: {"step/metric": value}. A config with
     changes during the run has them all take effect at step ``steps`` (its onsets come later than the
     fingerprinted steps)."""
-    from .trainer import train                       # the trainer imports nothing from here
+    from ..rl.trainer import train                       # the trainer imports nothing from here
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import torch
 
-from .config import SIZES, ToyConfig
+from ..rl.config import SIZES, ToyConfig
 from .experiments import Comparison
 
 
@@ -109,7 +109,7 @@ def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64,
     config's temperature from the policy with weights ``state`` are right (the task's exact check)."""
     from .policy import compute_precision, sample
     from .task import make_task
-    from .trainer import build_model
+    from ..rl.trainer import build_model
     cfg = replace(cfg, device="cpu")
     task = make_task(cfg)
     model = build_model(cfg)

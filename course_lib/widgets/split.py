@@ -9,7 +9,7 @@ BATCH = 48          # divisible by every world_size x n_micro the panel offers
 def split_panel():
     """A batch of 48 responses split evenly over world_size ranks x n_micro micro-batches; each naive
     strategy's gradient against the full batch, per mode, as |g_split| / |g_full| and the cosine."""
-    from .. import split as S
+    from ..rl import split as S
     from ..display import table
 
     def view(world_size, n_micro, spread):

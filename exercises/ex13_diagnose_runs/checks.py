@@ -11,7 +11,7 @@ from pathlib import Path
 
 from course_lib.judge.cases import Case
 from course_lib.toy.diagnosis import FAILURE, LABELS, Curves, heldout_labels
-from course_lib.toy.history import load_results
+from course_lib.rl.history import load_results
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "notebooks" / "data" / "toy_gallery.json"

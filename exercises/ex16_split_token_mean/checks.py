@@ -5,7 +5,7 @@ import torch
 
 from course_lib.aggregation import aggregate, token_weights
 from course_lib.judge.cases import Case, gen, lengths_mask, poison
-from course_lib.split import random_split, split_from_sizes
+from course_lib.rl.split import random_split, split_from_sizes
 
 FN = "micro_batch_loss"
 

@@ -45,8 +45,8 @@ from conftest import REASON
 pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages, frameworks, lm, lm_task           # noqa: E402
 from course_lib.lm_policy import ChatPolicy                          # noqa: E402
-from course_lib.toy import loss_step, trainer                        # noqa: E402
-from course_lib.toy.rollout import shaped_rewards                    # noqa: E402
+from course_lib.rl import loss_step, trainer                        # noqa: E402
+from course_lib.rl.rollout import shaped_rewards                    # noqa: E402
 
 spec = importlib.util.spec_from_file_location("trl_real",
                                               Path(__file__).resolve().parents[2] / "benchmarks" / "trl_real.py")

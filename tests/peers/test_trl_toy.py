@@ -25,9 +25,9 @@ from conftest import REASON, write_record
 
 pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages                                            # noqa: E402
-from course_lib.toy.config import make_config                               # noqa: E402
+from course_lib.rl.config import make_config                               # noqa: E402
 from course_lib.toy.task import PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
-from course_lib.toy.trainer import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
+from course_lib.rl.trainer import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
                                    targets, warm_start)
 
 spec = importlib.util.spec_from_file_location("trl_toy",

@@ -54,14 +54,14 @@ from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Tar
                         PieceTargets, learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
                         remax_baseline, reuses_loss_forward, targets)
 from .model import build_model, heldout_accuracy
-from .policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
+from ..toy.policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
                      token_logp)
 from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
                       shaped_rewards)
 from .samplers import Samplers
 from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
-from .task import correctness, make_task  # noqa: F401 (re-exported)
-from .tokens import PAD
+from ..toy.task import correctness, make_task  # noqa: F401 (re-exported)
+from ..toy.tokens import PAD
 
 
 # ----------------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batc
     loss forward (pi_old without a forward of its own). Returns what ``policy_loss`` returns for the minibatch: the losses as
     this rank's scaled sum (their mean over ranks is the minibatch's loss), the other stats weighted
     by each piece's share of the tokens."""
-    from .. import split as S
+    from . import split as S
     R = 1 if dp is None else dp.world_size
     net = model if dp is None else dp.ddp
     counts = S.local_counts(loss_mask(cfg, batch, rows)).to(rows.device)          # tokens, sequences

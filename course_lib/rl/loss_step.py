@@ -18,9 +18,9 @@ from ..masking import masked_mean
 from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
 from .data_parallel import DataParallel, whole_batch
 from .device import stop_check_every
-from .policy import TinyGPT, compute_precision, response_logits, token_logp
+from ..toy.policy import TinyGPT, compute_precision, response_logits, token_logp
 from .rollout import Batch, shaped_rewards
-from .task import make_task
+from ..toy.task import make_task
 
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")

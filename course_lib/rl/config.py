@@ -151,7 +151,7 @@ class ToyConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        from .task import make_task
+        from ..toy.task import make_task
         task = make_task(self)                                 # ValueError for an unknown task
         verifiers = task.verifiers
         if getattr(task, "policy", "tiny_gpt") != self.policy:
@@ -180,7 +180,7 @@ class ToyConfig:
             raise ValueError(f"micro_batches ({self.micro_batches}) must be at most the rows of one rank's "
                              f"minibatch ({rows})")
         if self.world_size > 1 or self.micro_batches > 1:
-            from ..split import BATCH_STATISTIC_LOSSES
+            from .split import BATCH_STATISTIC_LOSSES
             if self.loss in BATCH_STATISTIC_LOSSES:
                 raise ValueError(f"loss {self.loss!r} centres on statistics of the whole batch: it does not split "
                                  f"into micro-batches or ranks (micro_batches and world_size must be 1)")

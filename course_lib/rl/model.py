@@ -8,8 +8,8 @@ from torch import Tensor
 
 from .config import ToyConfig
 from .device import stop_check_every
-from .policy import TinyGPT, compute_precision
-from .task import correctness, make_task
+from ..toy.policy import TinyGPT, compute_precision
+from ..toy.task import correctness, make_task
 
 
 def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32) -> TinyGPT:

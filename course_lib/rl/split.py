@@ -13,7 +13,7 @@ divides by nothing. So a piece takes its own aggregate, with its own count, and 
 
     piece_loss = R * aggregate(piece) * (count of the piece / count of the batch)   (``piece_scale``)
 
-The batch's count is one all-reduce (``course_lib.distributed`` runs it on torch.distributed).
+The batch's count is one all-reduce (``course_lib.rl.distributed`` runs it on torch.distributed).
 ``STRATEGIES`` holds that rule and the naive ones trainers have shipped; ``split_weights`` gives the
 per-token weight each produces, by autograd, to set against ``token_weights``.
 Losses: any registered loss whose per-row loss depends only on its own row (every one but Clip-Cov and
@@ -33,9 +33,9 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .aggregation import MODES, aggregate
-from .losses import resolve_loss
-from .masking import check_choice, check_int, check_mask, check_tensor
+from ..aggregation import MODES, aggregate
+from ..losses import resolve_loss
+from ..masking import check_choice, check_int, check_mask, check_tensor
 
 # What each mode divides by, counted over the whole batch: the number a split must all-reduce.
 DENOMINATOR = {"token-mean": "tokens", "seq-mean-token-mean": "seqs", "seq-mean-token-sum": "seqs",
@@ -332,7 +332,7 @@ def spread_lengths(batch_size: int, mean_len: int, spread: float, seed: int = 0)
 def ratio_rows(mask: Tensor, split: Split, max_len: int, modes=None, strategies=None) -> list[list]:
     """[mode, strategy, |g_split| / |g_full|, cosine, lowest and highest ratio of a token's weight to its
     full-batch weight] of every strategy, from the gradient with respect to each token's loss."""
-    from .aggregation import token_weights
+    from ..aggregation import token_weights
     rows = []
     for mode in modes or list(MODES):
         full = token_weights(mask, mode, max_len)

@@ -20,11 +20,11 @@ import torch
 from torch import Tensor
 
 from . import split as S
-from .losses import resolve_loss
-from .ranks import run_ranks
-from .toy import trainer
-from .toy.policy import sample
-from .toy.task import make_task
+from ..losses import resolve_loss
+from ..ranks import run_ranks
+from . import trainer
+from ..toy.policy import sample
+from ..toy.task import make_task
 
 FEATURES, VOCAB = 6, 5        # the logit model: W [VOCAB, FEATURES]
 
@@ -146,8 +146,8 @@ def ddp_gradients(batch: dict, cases: list[GradCase], world_size: int, *, timeou
 def every_loss_cases(world_size: int, seed: int = 0, batch_size: int = 16) -> list[GradCase]:
     """Every registered loss that splits by rows (``split.BATCH_STATISTIC_LOSSES`` aside) in every mode,
     on random uneven splits whose micro-batch count cycles through 1-4 (empty micro-batches occur)."""
-    from .aggregation import MODES
-    from .losses import FRAMEWORK_LOSSES, LOSSES
+    from ..aggregation import MODES
+    from ..losses import FRAMEWORK_LOSSES, LOSSES
     g = torch.Generator().manual_seed(seed)
     names = sorted(n for n in {**LOSSES, **FRAMEWORK_LOSSES} if n not in S.BATCH_STATISTIC_LOSSES)
     cases = []

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from .. import advantages, rewards
 from .config import ToyConfig
-from .tokens import EOS, PAD
+from ..toy.tokens import EOS, PAD
 
 
 @dataclass

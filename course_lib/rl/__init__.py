@@ -1,0 +1,23 @@
+"""The RL trainer: GRPO-family training of any policy on any task (chapters 07-11 on the toy, 13 on the real model).
+
+- ``config``         ``ToyConfig`` (one frozen dataclass, every knob a field; ``policy`` and ``task`` pick the
+                     plug-ins by name) and the named sizes, toy and real
+- ``trainer``        ``train(config) -> History``: the loop and the steps that call the others; it calls
+                     course_lib's losses, advantages, aggregation, kl, corrections and rewards and re-implements none
+- ``model``          the policy a config names (the toy's ``TinyGPT`` or the real model's ``lm_policy.ChatPolicy``)
+                     and the held-out accuracy
+- ``rollout``        the sampled batch, shaped rewards, the group filter, sampling metrics
+- ``loss_step``      the loss a config names, the batch's constants before it (targets), ``policy_loss``
+- ``samplers``, ``schedule``, ``device``, ``history``   the mismatched sampler, the lr, device helpers, ``History``
+- ``split``          every aggregation under micro-batches and data-parallel ranks (the exact per-piece normaliser)
+- ``data_parallel``, ``distributed``   the trainer's ranks, and the split run on torch.distributed (chapter 10)
+
+The plug-ins sit beside this package and import nothing from it: policies (``toy.policy.TinyGPT``,
+``lm_policy.ChatPolicy``) and tasks (``toy.task``, ``toy.scratchpad``, ``lm_task``). The toy's studies
+(``toy.experiments``, ``toy.curves``, ...) run this trainer.
+"""
+from .config import SIZES, ToyConfig, make_config
+from .history import History, load_histories, save_histories
+from .trainer import train
+
+__all__ = ["SIZES", "ToyConfig", "make_config", "History", "train", "save_histories", "load_histories"]
