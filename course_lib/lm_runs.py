@@ -94,6 +94,27 @@ def run_costs(run: dict) -> dict:
             "peak_gb": run["peak_rss_gb"]}
 
 
+
+def trainers_side_by_side(trl_record: dict) -> list[list]:
+    """``benchmarks/trl_real.py``'s record as rows (part, course seconds, TRL seconds): the median of each part
+    of a step over the timed steps, in the parts both clocks separate (TRL's loss forward, backward and
+    optimiser are one learning part here, as the course's are), then the median step. The parts' medians
+    need not add up to the median step."""
+    c = trl_record["runs"]["course"]["summary"]
+    t = trl_record["runs"]["TRL"]["summary"]
+    cp, tp = c["median_phase_s"], t["median_phase_s"]
+    return [["sampling", cp["sample"], tp["sample"]],
+            ["between sampling and the loss", cp["targets"], tp["score"]],
+            ["learning: loss forward, backward, optimiser", cp["learn"], tp["loss forward"] + tp["backward + optimiser"]],
+            ["the rest", cp["other"], tp["other"]],
+            ["step (median)", c["median_step_s"], t["median_step_s"]]]
+
+
+def learning_split(step_record: dict) -> list[list]:
+    """``benchmarks/real_lm_step.py``'s record as rows (part, median seconds, share of the median step)."""
+    step = step_record["median_step_s"]
+    return [[part, s, s / step] for part, s in step_record["median_s"].items()] + [["step (median)", step, 1.0]]
+
 def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
                          rel: float = 1e-4) -> list[str]:
     """The keys on which a live run's first rows differ from the stored run's (relative ``rel``; empty: they

@@ -96,3 +96,22 @@ def test_a_live_run_agrees_by_its_float_path():
     assert lm_runs.live_agrees(inside, runs, keys, same_path=False)
     assert not lm_runs.live_agrees(run(0.0625, 0.5)["rows"], runs, keys, same_path=False)
     assert not lm_runs.live_agrees(run(0.25, 0.5)["rows"], runs, keys, same_path=False, first_steps=1)
+
+
+def test_the_trainers_side_by_side_read_each_part_from_its_own_clock():
+    rec = {"runs": {"course": {"summary": {"median_step_s": 20.0, "median_phase_s":
+                                           {"sample": 7.0, "targets": 0.5, "learn": 12.0, "other": 0.25}}},
+                    "TRL": {"summary": {"median_step_s": 30.0, "median_phase_s":
+                                        {"sample": 9.0, "score": 0.125, "loss forward": 5.0,
+                                         "backward + optimiser": 15.0, "other": 0.75}}}}}
+    rows = lm_runs.trainers_side_by_side(rec)
+    assert [r[1:] for r in rows] == [[7.0, 9.0], [0.5, 0.125], [12.0, 20.0], [0.25, 0.75], [20.0, 30.0]]
+    stored = json.loads((ROOT / "notebooks" / "data" / "trl_real.json").read_text())
+    rows = lm_runs.trainers_side_by_side(stored)
+    assert rows[-1][2] / rows[-1][1] == pytest.approx(stored["step_time_ratio"])
+
+
+def test_the_learning_split_gives_each_part_its_share_of_the_step():
+    rec = {"median_step_s": 8.0, "median_s": {"sample": 2.0, "loss forward": 1.0, "backward": 4.0}}
+    assert lm_runs.learning_split(rec) == [["sample", 2.0, 0.25], ["loss forward", 1.0, 0.125],
+                                           ["backward", 4.0, 0.5], ["step (median)", 8.0, 1.0]]

@@ -171,3 +171,26 @@ def test_chat_policy_forward_refuses_the_toy_call_forms(policy, batch):
     assert isinstance(policy, ChatPolicy) and policy.reference().policy is None       # loads only when called
     cfg = replace(make_config("real", **SMALL))
     assert trainer.reuses_loss_forward(cfg)
+
+
+def test_the_step_benchmark_splits_each_step_into_parts_that_add_up(tmp_path):
+    """benchmarks/real_lm_step.py, at its smallest, in its own process (it wraps the policy's forward and hooks
+    every optimiser): each step's parts add up to the step's wall time, and the loss forward, the backward and
+    the optimiser each took time."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    out = tmp_path / "step.json"
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, str(root / "benchmarks" / "real_lm_step.py"), "--steps", "2", "--prompts", "1",
+                    "--samples", "2", "--tokens", "4", "--out", str(out)], check=True, capture_output=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    rec = json.loads(out.read_text())
+    assert sorted(rec["steps"]) == ["1", "2"] and rec["sizes"]["micro_batches"] == 2
+    for parts in rec["steps"].values():
+        assert parts["loss forward"] > 0 and parts["backward"] > 0 and parts["optimizer"] > 0
+        assert parts["sample"] > 0 and abs(parts["other"]) < 0.5 * sum(parts.values())
+    assert rec["median_step_s"] == pytest.approx(sum(rec["steps"]["2"].values()))
+    assert 0.3 < rec["peak_rss_gb"] < 24
