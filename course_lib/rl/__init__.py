@@ -9,6 +9,7 @@
 - ``rollout``        the sampled batch, shaped rewards, the group filter, sampling metrics
 - ``loss_step``      the loss a config names, the batch's constants before it (targets), ``policy_loss``
 - ``samplers``, ``schedule``, ``device``, ``history``   the mismatched sampler, the lr, device helpers, ``History``
+- ``checkpoint``     a run's state in one file (``Checkpoint``), to go on from where an interrupted run stopped
 - ``split``          every aggregation under micro-batches and data-parallel ranks (the exact per-piece normaliser)
 - ``data_parallel``, ``distributed``   the trainer's ranks, and the split run on torch.distributed (chapter 10)
 

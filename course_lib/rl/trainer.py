@@ -45,6 +45,7 @@ from ..aggregation import aggregate  # noqa: F401 (re-exported)
 from ..masking import masked_mean  # noqa: F401 (re-exported)
 from ..metrics import check_keys
 from ..ranks import run_ranks
+from .checkpoint import Checkpoint, check_checkpoint, restore_checkpoint, save_checkpoint
 from .config import ToyConfig
 from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks,  # noqa: F401
                             this_rank, token_means_over_ranks, wrap)
@@ -380,8 +381,8 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
 # ----------------------------------------------------------------------------------------------
 # the loop
 # ----------------------------------------------------------------------------------------------
-def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
-          stop_after: int | None = None, dtype: torch.dtype = torch.float32) -> History:
+def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, stop_after: int | None = None,
+          dtype: torch.dtype = torch.float32, checkpoint: Checkpoint | None = None) -> History:
     """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
 
     ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
@@ -389,8 +390,10 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
     parameters and every float the update computes; float32 is what the chapters run. float64 with
     a short warm start makes the first steps agree across CPUs to about 1e-11 (``toy.fingerprint``);
-    a full warm start amplifies even float64 rounding until runs part.
+    a full warm start amplifies even float64 rounding until runs part. ``checkpoint``: write the run's state
+    to a file every few steps, or go on from one (``checkpoint.Checkpoint``; one process only).
     """
+    check_checkpoint(checkpoint, cfg)
     device = cfg.resolved_device()
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
@@ -416,14 +419,20 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
     cpu_gen = torch.Generator().manual_seed(cfg.seed + 10_000 + 7_919 * rank)       # prompts, minibatch order
     flops_per_token = lambda ctx: model.flops_per_token(ctx, backward=False)   # noqa: E731
 
-    hist = History(config=config_record(cfg), warm_start_s=warm_s)
-    hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens,
-                                                                 cfg.precision, task.verifiers["exact"]),
-                      "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
-    drawn, t_start, cpu_start = 0, time.perf_counter(), time.process_time()
+    hist, done, drawn = History(config=config_record(cfg), warm_start_s=warm_s), 0, 0
+    held = dict(model=model, ref_model=ref_model, opt=opt, schedule=schedule, samplers=samplers,
+                gens={"sampling": gen, "cpu": cpu_gen})               # what a checkpoint holds besides the rows
+    if checkpoint is not None and checkpoint.resume:                 # go on after an earlier run's last step
+        done, hist, drawn = restore_checkpoint(checkpoint, cfg, **held)
+    else:
+        hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens,
+                                                                     cfg.precision, task.verifiers["exact"]),
+                          "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
     bar = progress_bar(n_steps, desc or str(cfg.loss), progress)
-    for step in range(1, n_steps + 1):
+    bar.update(done)
+    for step in range(done + 1, n_steps + 1):
         t_step = time.perf_counter()
         now_cfg = cfg.at(step)                                        # the knobs in force this step
         # ---- 1. sample ------------------------------------------------------------------------
@@ -450,6 +459,8 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None,
                     "time/elapsed_cpu_s": time.process_time() - cpu_start})
         check_keys(k for k in row if k != "step")
         hist.rows.append(row)
+        if checkpoint is not None and checkpoint.due(step, n_steps):
+            save_checkpoint(checkpoint, step=step, hist=hist, drawn=drawn, **held)
         bar.update(1)
     bar.close()
     hist.final_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
