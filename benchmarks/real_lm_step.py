@@ -12,9 +12,9 @@ the policy's forward made with gradient on (the loss forwards) and every optimis
 hook), the backward being what is left (with it the loss's arithmetic after the logits and the gradient
 clipping). The first step is left out of the medians (it carries set-up). Printed: the median of each part
 over the timed steps, its share of the step, and the peak resident memory (``ru_maxrss``); stored with each
-step's parts and the machine (chapter 13 reads the record). The
-targets are <= 40 s a step and <= 4 GB on 2 cores; the figures mean something only on an idle machine (the
-record keeps the load average at the start and the end).
+step's parts and the machine (chapter 13 reads the record). The targets are <= 40 s a step and <= 4 GB on
+2 cores; the figures mean something only on an idle machine (the record keeps the load average at the start
+and the end).
 """
 from __future__ import annotations
 

@@ -94,7 +94,6 @@ def run_costs(run: dict) -> dict:
             "peak_gb": run["peak_rss_gb"]}
 
 
-
 def trainers_side_by_side(trl_record: dict) -> list[list]:
     """``benchmarks/trl_real.py``'s record as rows (part, course seconds, TRL seconds): the median of each part
     of a step over the timed steps, in the parts both clocks separate (TRL's loss forward, backward and
@@ -114,6 +113,7 @@ def learning_split(step_record: dict) -> list[list]:
     """``benchmarks/real_lm_step.py``'s record as rows (part, median seconds, share of the median step)."""
     step = step_record["median_step_s"]
     return [[part, s, s / step] for part, s in step_record["median_s"].items()] + [["step (median)", step, 1.0]]
+
 
 def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
                          rel: float = 1e-4) -> list[str]:

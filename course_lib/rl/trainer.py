@@ -55,12 +55,12 @@ from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Tar
                         PieceTargets, learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
                         remax_baseline, reuses_loss_forward, targets)
 from .model import build_model, heldout_accuracy
-from ..toy.policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
-                     token_logp)
 from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
                       shaped_rewards)
 from .samplers import Samplers
 from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
+from ..toy.policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
+                          token_logp)
 from ..toy.task import correctness, make_task  # noqa: F401 (re-exported)
 from ..toy.tokens import PAD
 
