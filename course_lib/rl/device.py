@@ -4,6 +4,10 @@ On a CPU every function here is (nearly) free; on a GPU each decides where the h
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
+
 import torch
 from torch import Tensor
 
@@ -24,6 +28,22 @@ def stop_check_every(device: torch.device) -> int:
     """How often the sampler asks whether every row has ended: each answer is a host sync on a GPU
     (the queue drains), free on a CPU, where checking every token keeps the fewest decoding steps."""
     return 1 if device.type != "cuda" else 8
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none (macOS, musl)."""
+    return getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
+
+
+def return_freed_memory(device: torch.device) -> bool:
+    """On a CPU, hand back to the system the pages that freed tensors left in the C allocator's heap (glibc's
+    ``malloc_trim(0)``) -> whether any were returned. glibc keeps freed blocks of up to 32 MB for reuse, and
+    the gaps between blocks still in use grow from step to step; the trainer calls this after every step so a
+    run's peak memory is its learner step's, not that plus the gaps of the steps before. No effect on any
+    number it computes; a no-op on a GPU and where the C library has no such call."""
+    trim = _malloc_trim() if device.type == "cpu" else None
+    return bool(trim and trim(0))
 
 
 def read_back(metrics: dict) -> dict:

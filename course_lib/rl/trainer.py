@@ -49,7 +49,7 @@ from .checkpoint import Checkpoint, check_checkpoint, restore_checkpoint, save_c
 from .config import ToyConfig
 from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks,  # noqa: F401
                             this_rank, token_means_over_ranks, wrap)
-from .device import _sync, read_back, stop_check_every, to_device  # noqa: F401 (re-exported)
+from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device  # noqa: F401
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
 from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Targets, advantages_of,  # noqa: F401
                         PieceTargets, learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
@@ -461,6 +461,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, sto
         hist.rows.append(row)
         if checkpoint is not None and checkpoint.due(step, n_steps):
             save_checkpoint(checkpoint, step=step, hist=hist, drawn=drawn, **held)
+        return_freed_memory(device)          # the step's freed tensors back to the system, not kept as gaps
         bar.update(1)
     bar.close()
     hist.final_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}

@@ -1,0 +1,46 @@
+"""The trainer hands freed memory back to the system after every step (``rl.device.return_freed_memory``)."""
+import ctypes
+
+import pytest
+import torch
+
+from course_lib.rl import device as D
+from course_lib.rl import make_config
+from course_lib.rl import trainer as T
+
+CPU = torch.device("cpu")
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+@pytest.mark.skipif(D._malloc_trim() is None, reason="the C library has no malloc_trim")
+def test_the_gaps_freed_blocks_leave_in_the_heap_go_back_to_the_system():
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    block = 64 * 1024                           # under glibc's mmap threshold: from the heap
+    blocks = [libc.malloc(block) for _ in range(1600)]                  # 100 MB
+    for b in blocks:
+        ctypes.memset(b, 1, block)              # touched: resident
+    pin = libc.malloc(block)                    # a block still in use above them keeps the heap's top
+    for b in blocks:
+        libc.free(b)
+    held = resident_mb()
+    assert D.return_freed_memory(CPU)
+    returned = held - resident_mb()
+    libc.free(pin)
+    assert returned > 50, f"only {returned:.0f} MB of 100 MB freed went back to the system"
+
+
+def test_the_trainer_returns_freed_memory_after_every_step(monkeypatch):
+    calls = []
+    monkeypatch.setattr(T, "return_freed_memory", lambda dev: calls.append(dev) or True)
+    T.train(make_config("smoke"), progress=False, stop_after=3)
+    assert calls == [CPU] * 3
+
+
+def test_on_a_gpu_the_host_heap_is_left_alone():
+    assert D.return_freed_memory(torch.device("cuda")) is False
