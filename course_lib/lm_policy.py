@@ -30,6 +30,9 @@ class ChatPolicy(nn.Module):
         self.n_layer, self.d_model = cfg.num_hidden_layers, cfg.hidden_size
         self.block_size = chat.max_len
         self.score_rows = 8       # rows per forward without gradient (the trainer's targets): [8, T, V] logits
+        # the trainer hands the memory its steps free back to the system after each one (rl.device): a step frees
+        # GBs of blocks whose gaps would pile up; the toy's steps free little and would only run slower
+        self.returns_freed_memory = True
 
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:
         """The learner's forward: ``prompts`` ``[B, Lp]`` (left-padded) and ``continuation`` ``[B, T - 1]`` (the

@@ -27,6 +27,10 @@ def policy():
     return build_policy()
 
 
+def test_the_trainer_hands_back_the_memory_the_real_model_s_steps_free(policy):
+    assert policy.returns_freed_memory is True      # rl.device.return_freed_memory after each step
+
+
 @pytest.fixture(scope="module")
 def task():
     return lm_task.chat_task(20)

@@ -39,9 +39,11 @@ def _malloc_trim():
 def return_freed_memory(device: torch.device) -> bool:
     """On a CPU, hand back to the system the pages that freed tensors left in the C allocator's heap (glibc's
     ``malloc_trim(0)``) -> whether any were returned. glibc keeps freed blocks of up to 32 MB for reuse, and
-    the gaps between blocks still in use grow from step to step; the trainer calls this after every step so a
-    run's peak memory is its learner step's, not that plus the gaps of the steps before. No effect on any
-    number it computes; a no-op on a GPU and where the C library has no such call."""
+    the gaps between blocks still in use grow from step to step. The trainer calls this after every step of a
+    policy whose ``returns_freed_memory`` is true (the real model), so a run's peak memory is its learner step's,
+    not that plus the gaps of the steps before; the toy's steps free little, and the pages handed back would
+    have to be faulted in again (a third slower). No effect on any number; a no-op on a GPU and where the C
+    library has no such call."""
     trim = _malloc_trim() if device.type == "cpu" else None
     return bool(trim and trim(0))
 
