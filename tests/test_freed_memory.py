@@ -1,6 +1,7 @@
 """The trainer hands freed memory back to the system after every step of the real model
 (``rl.device.return_freed_memory``)."""
 import ctypes
+import resource
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ CPU = torch.device("cpu")
 
 def resident_mb() -> float:
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096 / 2**20
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
 @pytest.mark.skipif(D._malloc_trim() is None, reason="the C library has no malloc_trim")
