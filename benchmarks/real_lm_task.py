@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from course_lib import lm                                       # noqa: E402
 from course_lib.lm_task import ChatAdditionTask, exact, formatted   # noqa: E402
-from course_lib.rl.history import cpu_model                    # noqa: E402
+from course_lib.lm_runs import float_path                     # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_task.json"
 
@@ -65,11 +65,10 @@ def summary(g: dict, group_size: int) -> dict:
 
 
 def environment() -> dict:
-    import transformers
-    return {"cpu": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count(),
-            "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    """The machine a record was made on: its float path (``lm_runs.float_path``, which ``same_float_path``
+    compares), cores and threads, Python and the date."""
+    return {**float_path(), "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def main(argv=None) -> None:

@@ -129,14 +129,22 @@ def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: t
 
 def same_float_path(env: dict) -> bool:
     """Whether a run recorded in ``env`` (``benchmarks/real_lm_task.environment``) took this machine's float path:
-    the same processor model, PyTorch CPU capability, torch and transformers. Only then does a live run repeat its
-    numbers; elsewhere a sampled token can flip and the replies part."""
+    the same processor (its name and ``cpu_identity``: vendor, family, model, stepping, instruction-set flags),
+    PyTorch CPU capability, float-path variables, torch and transformers. Only then does a live run repeat its
+    numbers; elsewhere a sampled token can flip and the replies part. A record without the processor's identity,
+    or a machine that cannot read its own, is never on this machine's path."""
+    return bool(env.get("cpu_id")) and all(env.get(k) == v for k, v in float_path().items())
+
+
+def float_path() -> dict:
+    """This machine's float path as ``benchmarks/real_lm_task.environment`` records it."""
     import torch
     import transformers
 
-    from .rl.history import cpu_model
-    here = (cpu_model(), torch.backends.cpu.get_cpu_capability(), torch.__version__, transformers.__version__)
-    return (env["cpu"], env["capability"], env["torch"], env["transformers"]) == here
+    from .rl.history import cpu_identity, cpu_model, float_path_variables
+    return {"cpu": cpu_model(), "cpu_id": cpu_identity(), "capability": torch.backends.cpu.get_cpu_capability(),
+            "float_path_variables": float_path_variables(),
+            "torch": torch.__version__, "transformers": transformers.__version__}
 
 
 def step_range(runs: dict[int, dict], key: str, first: int, last: int) -> tuple[float, float]:

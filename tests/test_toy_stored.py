@@ -10,11 +10,14 @@ leave them describing another algorithm. Two checks, so that one of them runs on
   regenerated (``tests/test_toy_stored.py::test_the_fingerprint_catches`` plants such changes);
 - the replay: the first steps of each stored seed-0 run in float32, to the 4 significant digits the
   file keeps. A float32 trajectory is chaotic, so it is replayed only where the file's whole
-  environment (``history.environment()``: torch build, CPU model, float-path variables) is this one.
+  environment (``history.environment()``: torch build, the CPU's name and identity, float-path variables)
+  is this one. Files that predate the CPU's identity replay nowhere; a file made here during the test
+  keeps the replay itself tested.
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -27,7 +30,7 @@ import torch
 from course_lib import losses
 from course_lib.toy import fingerprint as fp
 from course_lib.rl.config import ToyConfig, make_config
-from course_lib.rl.history import config_record, environment, load_results, replays_here
+from course_lib.rl.history import config_record, cpu_identity, environment, load_results, replays_here
 from course_lib.rl.trainer import train
 
 ROOT = Path(__file__).parent.parent
@@ -41,7 +44,8 @@ REPLAY_STEPS = 2                         # stored rows: step 0 (after the warm s
 
 
 def _regen(path: Path, meta: dict) -> str:
-    out = "" if path.parent == ROOT / "notebooks" / "data" else f" --out {path.parent.relative_to(ROOT)}"
+    folder = path.parent.relative_to(ROOT) if path.parent.is_relative_to(ROOT) else path.parent
+    out = "" if path.parent == ROOT / "notebooks" / "data" else f" --out {folder}"
     return f"python benchmarks/toy_results.py --only {meta['comparison']}{out}"
 
 
@@ -78,8 +82,9 @@ def _sig4(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-@pytest.mark.parametrize("path", FILES, ids=[_id(p) for p in FILES])
-def test_first_steps_of_stored_seed_0_replay_where_the_file_was_made(path):
+def _replay(path: Path) -> int:
+    """Replay the first steps of each seed-0 run stored in ``path`` and compare them with the file's digits ->
+    how many values were compared; skips where the file was made in another environment."""
     meta, runs = load_results(path)
     env = meta.get("environment")
     here = environment()
@@ -111,7 +116,37 @@ def test_first_steps_of_stored_seed_0_replay_where_the_file_was_made(path):
                 assert same, (f"{path.name} / {label} step {want['step']}: {key} stored {v}, the code "
                               f"gives {_sig4(got[key])}; regenerate: {_regen(path, meta)}")
                 compared += 1
-    assert compared >= 15 * len(runs), f"{path.name}: only {compared} stored values compared"
+    return compared
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_id(p) for p in FILES])
+def test_first_steps_of_stored_seed_0_replay_where_the_file_was_made(path):
+    compared = _replay(path)
+    assert compared >= 15 * len(load_results(path)[1]), f"{path.name}: only {compared} stored values compared"
+
+
+def test_a_file_made_on_this_machine_replays_here_and_not_on_a_cpu_one_flag_apart(tmp_path):
+    """A short file made here by the command that makes the stored ones (2 steps, seed 0): it replays, a value
+    changed in it fails the replay, and the same file marked as made on a CPU with one more flag is skipped."""
+    if not cpu_identity():
+        pytest.skip("this machine's CPU identity cannot be read: nothing replays here")
+    spec = importlib.util.spec_from_file_location("toy_results", ROOT / "benchmarks" / "toy_results.py")
+    toy_results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(toy_results)
+    toy_results.main(["--only", "aggregation", "--steps", "2", "--seeds", "0", "--workers", "1",
+                      "--out", str(tmp_path)])
+    path = tmp_path / "toy_aggregation.json"
+    assert _replay(path) >= 15 * 2
+    raw = json.loads(path.read_text())
+    columns = raw["runs"]["token-mean"][0]["columns"]
+    columns["grad/norm"][1] = _sig4(columns["grad/norm"][1] * 1.01)
+    path.write_text(json.dumps(raw))
+    with pytest.raises(AssertionError, match="grad/norm stored"):
+        _replay(path)
+    raw["meta"]["environment"]["cpu_id"]["flags"].append("amx_fp16")
+    path.write_text(json.dumps(raw))
+    with pytest.raises(pytest.skip.Exception, match="cpu_id"):
+        _replay(path)
 
 
 def test_every_comparison_has_a_stored_file():
