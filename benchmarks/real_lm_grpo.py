@@ -83,7 +83,7 @@ def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     t0 = time.perf_counter()
     hist = train(cfg, progress=True, desc=f"{arm} seed {seed}")
     train_s = time.perf_counter() - t0
-    policy = build_policy()
+    policy = build_policy(device=cfg.resolved_device())           # evaluated where it trained
     policy.load_state_dict(hist.final_state)
     t1 = time.perf_counter()
     after = heldout(policy.chat)

@@ -119,9 +119,10 @@ def _choice(name: str, value, known) -> None:
         raise ValueError(f"{name}={value!r} is not supported; expected one of {', '.join(map(repr, known))}")
 
 
-def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = None,
+def load(dtype: str = "fp32", device: str | torch.device = "cpu", *, head_dtype: str | None = None,
          folder: Path | None = None) -> "ChatLM":
-    """The chat model from the built folder, in ``dtype`` ("fp32" or "bf16") on ``device``.
+    """The chat model from the built folder, in ``dtype`` ("fp32" or "bf16") on ``device`` ("cpu", "cuda" or
+    a ``torch.device`` such as cuda:1).
 
     ``head_dtype`` sets the LM head's precision on its own (default: the body's); "fp32" with a "bf16"
     body is the remedy of an fp32 LM head for the train/inference mismatch (chapter 12, section 2)."""
@@ -131,21 +132,20 @@ def load(dtype: str = "fp32", device: str = "cpu", *, head_dtype: str | None = N
     hf_logging.disable_progress_bar()                # a chapter's stored output holds no progress bar
     _choice("dtype", dtype, tuple(DTYPES))
     _choice("head_dtype", head_dtype, (None, *DTYPES))
-    _choice("device", device, DEVICES)
-    if device == "cuda" and not torch.cuda.is_available():
+    _choice("device", str(device).split(":")[0], DEVICES)
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but PyTorch sees no CUDA GPU here; use device='cpu'")
     folder = Path(folder or cache_dir())
     if not is_built(folder):
         raise ModelNotBuilt(f"no built model in {folder}: run `{BUILD_COMMAND}` once (about a minute)")
     tok = load_tokenizer(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
-    separate = head_dtype not in (None, dtype)
-    if separate:                                              # its own copy, apart from the tied weight
-        head = model.get_output_embeddings().weight.detach().to(device, DTYPES[head_dtype]).clone()
+    separate = None
+    if head_dtype not in (None, dtype):                       # its own copy, apart from the tied weight
+        separate = model.get_output_embeddings().weight.detach().to(device, DTYPES[head_dtype]).clone()
     model.to(device=device, dtype=DTYPES[dtype]).eval()
-    if not separate:
-        head = model.get_output_embeddings().weight           # the tied weight itself: it trains
-    return ChatLM(model, tok, dtype, device, head_dtype or dtype, head)
+    return ChatLM(model, tok, dtype, head_dtype or dtype, separate)
 
 
 def load_tokenizer(folder: Path | None = None):
@@ -214,12 +214,24 @@ class ChatLM:
     forward here runs its body and applies ``head`` (the tied embedding matrix, or a separate copy in
     ``head_dtype``), then turns the logits to float32 before any softmax."""
 
-    def __init__(self, model, tokenizer, dtype: str, device: str, head_dtype: str, head: torch.Tensor):
+    def __init__(self, model, tokenizer, dtype: str, head_dtype: str, separate_head: torch.Tensor | None = None):
         self.model, self.tokenizer = model, tokenizer
-        self.dtype, self.device, self.head_dtype, self.head = dtype, device, head_dtype, head
+        self.dtype, self.head_dtype, self.separate_head = dtype, head_dtype, separate_head
         self.eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.max_len = model.config.max_position_embeddings
+
+    @property
+    def head(self) -> torch.Tensor:
+        """The LM head's matrix ``[V, H]``: the tied embedding weight itself (it trains, and follows the model
+        wherever it is moved or copied), or the separate copy in ``head_dtype``."""
+        return self.separate_head if self.separate_head is not None else self.model.get_output_embeddings().weight
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are, and so where everything it is fed goes: moving the model (``.to``, or
+        the ``ChatPolicy`` that holds it) moves its inputs too."""
+        return self.model.get_input_embeddings().weight.device
 
     # ------------------------------------------------------------------ text
     def chat_ids(self, user: str, system: str | None = None) -> list[int]:
@@ -298,7 +310,7 @@ class ChatLM:
         P = max(map(len, prompts))
         self._check_length(P + max_new_tokens, f"the longest prompt ({P}) plus max_new_tokens ({max_new_tokens})")
         B = len(prompts)
-        gen = torch.Generator(device=self.device).manual_seed(seed)
+        gen = None if greedy else torch.Generator(device=self.device).manual_seed(seed)
         last, cache, attn, positions = self.prefill(prompts, share=share_prompts)   # attn [B, P]
         hidden = last[:, None]
         out = torch.full((B, max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)

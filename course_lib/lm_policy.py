@@ -54,7 +54,8 @@ class ChatPolicy(nn.Module):
         if logits_noise:
             raise ValueError(f"logits_noise={logits_noise}: the real model has no simulated sampler noise "
                              f"(the toy's mismatch='noise'); use mismatch='none'")
-        seed = int(torch.randint(2**62, (1,), generator=generator)) if generator is not None else 0
+        seed = (int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
+                if generator is not None else 0)                   # drawn where the generator is (CPU or GPU)
         r = self.chat.sample(lm.prompt_rows(prompts), max_new_tokens=max_new_tokens, temperature=temperature,
                              greedy=greedy, seed=seed, share_prompts=True)
         dev = prompts.device
@@ -98,4 +99,4 @@ def build_policy(dtype: torch.dtype = torch.float32, device: torch.device | str 
     if dtype != torch.float32:
         raise ValueError(f"the real model trains with float32 parameters (dtype=torch.float32), got {dtype}; "
                          f"bfloat16 arithmetic comes from precision='bf16' (autocast)")
-    return ChatPolicy(lm.load("fp32", torch.device(device).type))
+    return ChatPolicy(lm.load("fp32", device))

@@ -84,7 +84,6 @@ def stepped(model: ChatLM, grads: dict, lr: float) -> ChatLM:
     opt = torch.optim.AdamW([params[k] for k in grads], lr=lr, weight_decay=0.0)
     opt.step()
     new.model.zero_grad(set_to_none=True)
-    new.head = new.model.get_output_embeddings().weight
     return new
 
 

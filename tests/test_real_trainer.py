@@ -164,6 +164,50 @@ def test_the_gpu_size_runs_a_step_on_the_cpu():
     assert cfg.precision == "bf16" and hist.rows[1]["samples/step"] == 4
 
 
+class Fed(Exception):
+    """Raised by a hook on the model's body once it has seen what it is fed."""
+
+
+def test_moving_the_policy_moves_what_it_feeds_and_the_seed_is_drawn_on_the_generators_device(task):
+    """On the ``meta`` device (shapes without numbers: any device would do, none is needed): the learner's
+    forward, decoding and scoring feed the model's body on the device its weights were moved to, and pi_ref
+    loads there; a rollout's seed is drawn where its generator is, whatever the default device (on a GPU run, the
+    trainer's sampling generator is a CUDA one)."""
+    moved = build_policy().to("meta")
+    assert moved.chat.device == torch.device("meta") and moved.chat.head.device == torch.device("meta")
+    seen = []
+
+    def record(module, args, kwargs):
+        seen.append({k: v.device for k, v in kwargs.items() if isinstance(v, torch.Tensor)})
+        raise Fed
+
+    moved.net.model.register_forward_pre_hook(record, with_kwargs=True)
+    prompts = task.prompts("train")[:2]                                   # [2, Lp] on the CPU, as the trainer's
+    calls = {"learner's forward": lambda: moved(prompts, continuation=torch.zeros(2, 3, dtype=torch.long)),
+             "greedy rollout": lambda: moved.rollout(prompts, 4, greedy=True),
+             "score": lambda: moved.chat.score(lm.prompt_rows(prompts), torch.zeros(2, 3, dtype=torch.long),
+                                               torch.tensor([3, 2]))}
+    for name, call in calls.items():
+        with pytest.raises(Fed):
+            call()
+        assert seen[-1] and set(seen[-1].values()) == {torch.device("meta")}, f"{name} fed {seen[-1]}"
+    assert moved.reference().device == torch.device("meta")                 # pi_ref loads where the policy is
+    with torch.device("meta"), pytest.raises(Fed):             # drawn on the CPU generator's device, not meta
+        moved.rollout(prompts, 4, generator=torch.Generator().manual_seed(0), greedy=True)
+
+
+def test_the_real_policy_and_its_reference_load_on_the_runs_device(monkeypatch):
+    """The policy RL starts from and the pi_ref it reloads are loaded for the run's device (the loads are
+    redirected to the CPU, which is all this machine may have; the device each asked for is recorded)."""
+    asked, load = [], lm.load
+    monkeypatch.setattr(lm, "load", lambda dtype, device="cpu", **kw: asked.append(device) or load(dtype, "cpu", **kw))
+    policy, _, _ = trainer.initial_policy(make_config("real", device="cpu"), torch.device("cuda:1"))
+    assert asked == [torch.device("cuda:1")]
+    policy.to("meta")                                       # wherever the policy is moved, pi_ref follows
+    policy.reference()(torch.ones(1, 2, dtype=torch.long), continuation=torch.ones(1, 1, dtype=torch.long))
+    assert asked[1:] == [torch.device("meta")]
+
+
 def test_a_budget_beyond_the_context_is_an_error(policy, task):
     with pytest.raises(ValueError, match="longer than the model's context of 8192"):
         policy.rollout(task.prompts("train")[:1], 8192)

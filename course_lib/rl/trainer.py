@@ -179,7 +179,7 @@ def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = to
         model.load_state_dict(state)
         return model, state, seconds
     t0 = time.perf_counter()
-    model = build_model(cfg, dtype).to(device)
+    model = build_model(cfg, dtype, device)
     return model, model.state_dict(), time.perf_counter() - t0
 
 
