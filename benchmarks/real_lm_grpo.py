@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from real_lm_task import environment, run, summary                # noqa: E402
 
 from course_lib import lm                                          # noqa: E402
-from course_lib.lm_task import SYSTEM, ChatAdditionTask            # noqa: E402
+from course_lib.lm.task import SYSTEM, ChatAdditionTask            # noqa: E402
 from course_lib.rl.config import make_config                      # noqa: E402
 from course_lib.rl.history import config_record                   # noqa: E402
 
@@ -76,7 +76,7 @@ def heldout(chat: lm.ChatLM) -> dict:
 
 def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
-    from course_lib.lm_policy import build_policy
+    from course_lib.lm.policy import build_policy
     from course_lib.rl.trainer import train
     torch.set_num_threads(2)
     cfg = arm_config(arm, seed, steps)

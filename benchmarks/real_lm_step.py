@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from real_lm_task import environment                             # noqa: E402
 
-from course_lib.lm_policy import ChatPolicy                      # noqa: E402
+from course_lib.lm.policy import ChatPolicy                      # noqa: E402
 from course_lib.rl import trainer                                # noqa: E402
 from course_lib.rl.config import make_config                     # noqa: E402
 

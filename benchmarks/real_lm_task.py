@@ -1,6 +1,6 @@
 """Where the real model starts on its RL task: sampled pass@1 and pass@G, greedy accuracy, the format
 rate, response lengths and truncation of SmolLM2-135M-Instruct (Q4_1 dequantized to float32) on the chat
-addition task's held-out questions (``course_lib.lm_task``), per sampling seed.
+addition task's held-out questions (``course_lib.lm.task``), per sampling seed.
 
     .venv/bin/python benchmarks/real_lm_task.py                    # writes notebooks/data/real_lm_task.json
     .venv/bin/python benchmarks/real_lm_task.py --seeds 0 --out /tmp/x.json   # a quicker look
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from course_lib import lm                                       # noqa: E402
-from course_lib.lm_task import ChatAdditionTask, exact, formatted   # noqa: E402
-from course_lib.lm_runs import float_path                     # noqa: E402
+from course_lib.lm.runs import float_path                       # noqa: E402
+from course_lib.lm.task import ChatAdditionTask, exact, formatted   # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_task.json"
 

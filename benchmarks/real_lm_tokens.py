@@ -4,8 +4,8 @@
     python benchmarks/real_lm_tokens.py --seeds 3 4     # more seeds, added to the file
     python benchmarks/real_lm_tokens.py --force         # measure stored seeds again
 
-Each seed samples 8 single-digit addition questions x 4 replies at temperature 1 (``lm_tokens.SIZE``),
-then measures what the chapter measures live for seed 0 (``lm_tokens.measure``): the bf16 and
+Each seed samples 8 single-digit addition questions x 4 replies at temperature 1 (``lm.tokens.SIZE``),
+then measures what the chapter measures live for seed 0 (``lm.tokens.measure``): the bf16 and
 bf16-with-fp32-head re-forwards against fp32, one AdamW step at three learning rates, the KL estimators
 on fresh replies against the exact KL, and the entropy against the temperature. Resumable: each finished
 seed is written to notebooks/data/real_lm_tokens.json at once, and a seed already there is skipped
@@ -28,7 +28,7 @@ def main(argv=None) -> None:
     import torch
 
     from course_lib import lm
-    from course_lib import lm_tokens
+    from course_lib.lm import tokens
     from course_lib.rl.history import environment
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
@@ -43,7 +43,7 @@ def main(argv=None) -> None:
             print(f"seed {seed}: stored already (--force measures it again)")
             continue
         t0 = time.perf_counter()
-        res = lm_tokens.measure(model, seed, others, progress=lambda s: print(
+        res = tokens.measure(model, seed, others, progress=lambda s: print(
             f"  seed {seed}: {s} at {time.perf_counter() - t0:.0f} s", flush=True))
         res["wall_s"] = round(time.perf_counter() - t0, 1)
         stored["seeds"][str(seed)] = res

@@ -15,7 +15,7 @@ process, one after the other, on ``--threads`` threads:
 - TRL: ``trl.GRPOTrainer`` with ``GRPOConfig(**frameworks.to_trl(cfg))`` plus the machine's settings (CPU,
   float32, no vLLM, no checkpoints, no activation checkpointing, one log row a step), on its own copy of the
   model loaded by ``course_lib.lm.load``, its tokenizer, the task's questions as chat prompts (system + user
-  turns: TRL applies the chat template) and two reward functions, course_lib.lm_task's ``exact`` and
+  turns: TRL applies the chat template) and two reward functions, course_lib.lm.task's ``exact`` and
   ``formatted`` verdicts, weighted 1 and 0.5 (``reward_weights``).
 tests/peers/test_trl_real.py checks, on a prepared batch, that the two take the same first step.
 
@@ -44,7 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from course_lib import frameworks as fw                         # noqa: E402
-from course_lib import lm, lm_task                              # noqa: E402
+from course_lib import lm                                       # noqa: E402
+from course_lib.lm import task                                  # noqa: E402
 from course_lib.rl.config import make_config                   # noqa: E402
 from course_lib.rl.history import config_record                # noqa: E402
 
@@ -79,23 +80,23 @@ def use_course_model() -> Path:
 # ----------------------------------------------------------------------------------------------
 def chat_prompt(question: str) -> list[dict]:
     """One question as the conversation TRL renders with the model's chat template (lm.chat_ids's turns)."""
-    return [{"role": "system", "content": lm_task.SYSTEM}, {"role": "user", "content": question}]
+    return [{"role": "system", "content": task.SYSTEM}, {"role": "user", "content": question}]
 
 
-def dataset(questions: lm_task.Questions):
+def dataset(questions: task.Questions):
     """The questions as a datasets.Dataset: a conversational "prompt" and the "answer" the rewards read."""
     from datasets import Dataset
     return Dataset.from_dict({"prompt": [chat_prompt(t) for t in questions.texts], "answer": questions.answers})
 
 
 def exact_reward(completions, answer, **_) -> list[float]:
-    """lm_task.exact on each completion's text: its last integer is the sum."""
-    return [lm_task.exact(c[0]["content"], a) for c, a in zip(completions, answer)]
+    """task.exact on each completion's text: its last integer is the sum."""
+    return [task.exact(c[0]["content"], a) for c, a in zip(completions, answer)]
 
 
 def format_reward(completions, **_) -> list[float]:
-    """lm_task.formatted on each completion's text: it states "Answer: <integer>"."""
-    return [lm_task.formatted(c[0]["content"]) for c in completions]
+    """task.formatted on each completion's text: it states "Answer: <integer>"."""
+    return [task.formatted(c[0]["content"]) for c in completions]
 
 
 def reward_funcs(cfg) -> list:
@@ -151,7 +152,7 @@ def run_trl(cfg) -> dict:
     one step's start to the next one's), its phases, the mean reply length."""
     t0 = time.perf_counter()
     chat = lm.load("fp32")
-    data = dataset(lm_task.ChatAdditionTask(n_heldout=cfg.n_heldout).questions("train"))
+    data = dataset(task.ChatAdditionTask(n_heldout=cfg.n_heldout).questions("train"))
     out = {"step_s": [], "mean_length": [], "reward": [], "grad_norm": []}
 
     class Clock(trl_toy.PhaseClock):

@@ -13,13 +13,14 @@ Modules, by concept (dependencies point down the list):
 - ``losses``       registry of policy losses: PPO/GRPO, DAPO, Dr. GRPO, GSPO, CISPO, SAPO;
                    per-token gradient coefficient c(r, A) by autograd
 - ``ranks``        the gloo process launcher (several CPU processes, one torch.distributed group)
-- ``lm``           the real model (SmolLM2-135M-Instruct, offline): load, chat prompts, sampling, scoring
+- ``lm.model``     the real model (SmolLM2-135M-Instruct, offline): load, chat prompts, sampling, scoring
+                   (``lm``, the real model's package, re-exports it)
 - ``toy``          the toy's policy and tasks (the trainer's plug-ins); its studies (experiments, curves,
                    diagnosis, long answers) run ``rl``
-- ``lm_policy``, ``lm_task``  the real model's policy and chat task for the trainer
+- ``lm.policy``, ``lm.task``  the real model's policy and chat task for the trainer
 - ``rl``           the trainer for any policy and task: config, train, split (every aggregation under
                    micro-batches and ranks), distributed (the split run on torch.distributed)
-- ``lm_tokens``    chapter 12's measurements on the real model's replies
+- ``lm.tokens``, ``lm.runs``  chapter 12's measurements on the real model's replies, chapter 13's stored runs
 - ``metrics``      the glossary: every metric key the trainer logs, defined once
 - ``judge``        the exercise judge behind ``python judge.py`` and the in-notebook ``check``
 - ``display``, ``plots``, ``widgets``  presentation only; no algorithm code imports them

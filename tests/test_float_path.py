@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_lib import lm_runs
+from course_lib.lm import runs
 from course_lib.rl import history
 from course_lib.rl.history import _cpuinfo_identity, cpu_identity, environment, replays_here
 
@@ -127,14 +127,14 @@ def test_a_machine_that_cannot_read_its_cpus_identity_replays_nothing(here, monk
 
 
 def test_a_real_model_run_takes_this_float_path_only_with_the_same_cpu_identity(monkeypatch):
-    record = {**lm_runs.float_path(), "threads": 2, "date": "2026-12-06 00:00 UTC"}
+    record = {**runs.float_path(), "threads": 2, "date": "2026-12-06 00:00 UTC"}
     if not record["cpu_id"]:
         pytest.skip("this machine's CPU identity cannot be read")
-    assert lm_runs.same_float_path(record)
-    assert not lm_runs.same_float_path({k: v for k, v in record.items() if k != "cpu_id"})
+    assert runs.same_float_path(record)
+    assert not runs.same_float_path({k: v for k, v in record.items() if k != "cpu_id"})
     other = copy.deepcopy(record)
     other["cpu_id"]["flags"] = other["cpu_id"]["flags"][1:]
-    assert other["cpu"] == record["cpu"] and not lm_runs.same_float_path(other)
-    assert not lm_runs.same_float_path({**record, "float_path_variables": {"MKL_CBWR": "COMPATIBLE"}})
+    assert other["cpu"] == record["cpu"] and not runs.same_float_path(other)
+    assert not runs.same_float_path({**record, "float_path_variables": {"MKL_CBWR": "COMPATIBLE"}})
     monkeypatch.setattr(history, "cpu_identity", lambda: None)
-    assert not lm_runs.same_float_path({**record, "cpu_id": None})
+    assert not runs.same_float_path({**record, "cpu_id": None})

@@ -115,7 +115,7 @@ def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
 
 
 PLUG_INS = ["course_lib.toy.policy", "course_lib.toy.task", "course_lib.toy.scratchpad", "course_lib.toy.tokens",
-            "course_lib.lm", "course_lib.lm_policy", "course_lib.lm_task"]
+            "course_lib.lm", "course_lib.lm.model", "course_lib.lm.policy", "course_lib.lm.task"]
 TOY_STUDIES = ["course_lib.toy.experiments", "course_lib.toy.curves", "course_lib.toy.diagnosis",
                "course_lib.toy.fingerprint", "course_lib.toy.long_answers", "course_lib.toy.scaling"]
 
@@ -127,7 +127,7 @@ def test_the_trainer_sits_above_its_plug_ins_and_below_the_studies():
     rl = {m for m in graph if m == "course_lib.rl" or m.startswith("course_lib.rl.")}
     assert {"course_lib.rl.trainer", "course_lib.rl.split", "course_lib.rl.distributed"} <= rl
     assert {"course_lib.toy.policy", "course_lib.toy.task"} <= _reach(graph, "course_lib.rl.trainer")
-    assert "course_lib.lm_policy" in _reach(graph, "course_lib.rl.model")
+    assert "course_lib.lm.policy" in _reach(graph, "course_lib.rl.model")
     for m in PLUG_INS:
         assert not _reach(graph, m) & rl, (m, sorted(_reach(graph, m) & rl))
     for m in sorted(rl):

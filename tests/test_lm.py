@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -199,7 +200,7 @@ def test_bad_responses_are_refused_with_their_shapes(model, rollout):
 
 def test_make_rebuilds_the_model_folder_when_it_is_missing(tmp_path):
     out = subprocess.run(["make", "-n", "model", f"VENV={tmp_path}/venv"], capture_output=True, text=True,
-                         cwd=lm.Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[1])
     assert "course_lib.lm build" in out.stdout, out.stdout + out.stderr
 
 

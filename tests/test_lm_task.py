@@ -4,8 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib import lm_task
-from course_lib.lm_task import ChatAdditionTask, Questions, exact, formatted, last_integer, stated_answer
+from course_lib.lm.task import WORDINGS, ChatAdditionTask, Questions, exact, formatted, last_integer, stated_answer
 
 
 @pytest.mark.parametrize("reply, answer, want_exact, want_format", [
@@ -44,13 +43,13 @@ def test_no_held_out_sum_is_asked_in_training_in_any_wording():
     task = ChatAdditionTask()
     train_texts = set(task.questions("train").texts)
     for a, b in task.pairs("heldout"):
-        for w in lm_task.WORDINGS:
+        for w in WORDINGS:
             assert w.format(a=a, b=b) not in train_texts
 
 
 def test_questions_repeat_each_prompt_in_a_contiguous_group_and_grade_in_order():
     q = ChatAdditionTask().questions("heldout", group_size=3)
-    assert len(q.texts) == 20 * len(lm_task.WORDINGS) and q.group_size == 3
+    assert len(q.texts) == 20 * len(WORDINGS) and q.group_size == 3
     a, b = ChatAdditionTask().pairs("heldout")[0]
     assert q.texts[0] == f"What is {a} + {b}?" and q.answers[0] == a + b
     two = Questions(["What is 1 + 1?", "What is 2 + 2?"], [2, 4], 2)

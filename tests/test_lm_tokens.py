@@ -1,4 +1,4 @@
-"""Chapter 12's measurements (course_lib.lm_tokens) against slow loops on small made-up tensors: the ratio
+"""Chapter 12's measurements (course_lib.lm.tokens) against slow loops on small made-up tensors: the ratio
 table, one step's clip statistics and GSPO's sequence clip, the KL estimates, the verifier, the
 token panel. The real model itself is tested in test_lm.py; the chapter re-checks the stored seed 0 live."""
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_lib import lm_tokens
+from course_lib.lm import tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ def _batch(seed=0, B=6, T=7):
 def test_ratio_table_matches_a_loop_over_tokens_and_replies():
     old, new, mask = _batch()
     new[0, 0] = old[0, 0] + math.log(2.5)                   # one token beyond the TIS cap
-    t = lm_tokens.ratio_table(new, old, mask)
+    t = tokens.ratio_table(new, old, mask)
     toks = [math.exp(new[b, i] - old[b, i]) for b in range(6) for i in range(7) if mask[b, i]]
     assert t["n_tokens"] == len(toks) and t["max"] == pytest.approx(max(toks))
     assert t["tok_beyond_tis_cap"] == pytest.approx(sum(r > 2 for r in toks) / len(toks))
@@ -48,7 +48,7 @@ def test_step_report_counts_binding_clips_and_gspo_replies_like_a_loop():
     for b, s in ((0, 1 + 3.5e-4), (1, 1 - 2e-4), (2, 1 + 4.5e-4), (3, 1 - 5e-4)):
         new[b] = torch.where(mask[b], old[b] + math.log(s), new[b])
     texts = [[f"t{b}{i}" for i in range(7)] for b in range(6)]
-    r = lm_tokens.step_report(old, new, adv, mask, texts)
+    r = tokens.step_report(old, new, adv, mask, texts)
     n = int(mask.sum())
     for eps_high, key in ((0.2, "clip_frac_0.2"), (0.28, "clip_frac_0.28")):
         binds = sum(1 for b in range(6) for i in range(7) if mask[b, i] and (
@@ -71,7 +71,7 @@ def test_step_report_counts_binding_clips_and_gspo_replies_like_a_loop():
 def test_kl_estimates_match_the_formulas_and_their_spread():
     old, new, mask = _batch(2)
     exact = torch.rand(6, 7, dtype=torch.float64)
-    r = lm_tokens.kl_estimates(new, old, exact, mask)
+    r = tokens.kl_estimates(new, old, exact, mask)
     lr = [float(old[b, i] - new[b, i]) for b in range(6) for i in range(7) if mask[b, i]]   # log(ref / pi)
     forms = {"k1": lambda x: -x, "k2": lambda x: 0.5 * x * x, "k3": lambda x: math.exp(x) - 1 - x}
     for k, f in forms.items():
@@ -83,12 +83,12 @@ def test_kl_estimates_match_the_formulas_and_their_spread():
 
 
 def test_the_verifier_reads_the_last_integer_and_groups_are_contiguous():
-    assert lm_tokens.last_integer("3 + 4 = 7. Answer: 7") == 7
-    assert lm_tokens.last_integer("no number") is None
-    assert lm_tokens.last_integer("it is -2") == -2
-    q = lm_tokens.Questions(["What is 3 + 4?", "What is 1 + 1?"], [7, 2], 2)
+    assert tokens.last_integer("3 + 4 = 7. Answer: 7") == 7
+    assert tokens.last_integer("no number") is None
+    assert tokens.last_integer("it is -2") == -2
+    q = tokens.Questions(["What is 3 + 4?", "What is 1 + 1?"], [7, 2], 2)
     assert q.rewards(["7", "Answer: 8", "2", "2 apples, so 3"]).tolist() == [1.0, 0.0, 1.0, 0.0]
-    a, b = lm_tokens.addition_questions(5, 4, seed=3), lm_tokens.addition_questions(5, 4, seed=3)
+    a, b = tokens.addition_questions(5, 4, seed=3), tokens.addition_questions(5, 4, seed=3)
     assert a == b and all(0 <= x <= 18 for x in a.answers)
 
 
@@ -97,8 +97,8 @@ def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine
     assert sorted(data["seeds"], key=int)[:3] == ["0", "1", "2"]
     assert data["meta"]["model"]["parameters"] == 134_515_008 and data["meta"]["environment"]["cpu"]
     for s in data["seeds"].values():
-        assert s["size"] == lm_tokens.SIZE and s["wall_s"] > 0
-        assert set(s["step"]) == {f"{lr:g}" for lr in lm_tokens.LRS}
+        assert s["size"] == tokens.SIZE and s["wall_s"] > 0
+        assert set(s["step"]) == {f"{lr:g}" for lr in tokens.LRS}
         fresh = s["kl"]["fresh"]
         assert fresh["exact_tok"] > 0 and all(fresh[k]["se_tok"] > 0 for k in ("k1", "k2", "k3"))
 
@@ -106,12 +106,12 @@ def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine
 def test_the_token_panel_colours_the_chosen_reply_by_the_chosen_quantity():
     from course_lib import widgets
     from course_lib.lm import Rollout
-    q = lm_tokens.Questions(["What is 1 + 1?"], [2], 2)
+    q = tokens.Questions(["What is 1 + 1?"], [2], 2)
     resp = torch.tensor([[10, 11, 2], [12, 2, 2]])
     roll = Rollout([[1], [1]], resp, torch.tensor([3, 2]), torch.zeros(2, 3), torch.tensor([False, False]), 1.0)
     texts = [["Two", " is", "<|im_end|>"], ["2", "<|im_end|>"]]
     logp = torch.tensor([[-0.5, -1.0, -0.1], [-2.0, -0.2, 0.0]])
-    batch = lm_tokens.Batch(q, roll, texts, torch.tensor([0.0, 1.0]), torch.tensor([-0.7, 0.7]), logp, -logp)
+    batch = tokens.Batch(q, roll, texts, torch.tensor([0.0, 1.0]), torch.tensor([-0.7, 0.7]), logp, -logp)
     panel = widgets.token_panel(batch, {"entropy (nats)": batch.entropy, "log-prob": batch.logp})
     assert panel.controls["reply"].values() == [0, 1]
     page = panel.update(reply=1, quantity="log-prob")._repr_html_()

@@ -1,4 +1,4 @@
-"""The trainer on the real model (``lm_policy.ChatPolicy``, the ``chat_addition`` task): the policy interface
+"""The trainer on the real model (``lm.policy.ChatPolicy``, the ``chat_addition`` task): the policy interface
 against ``lm.ChatLM``'s own padded full forward, the task's verifiers and errors, config names, and one learned
 batch's gradient against a hand-written GRPO step on ``ChatLM.score`` (a different forward: no shared prompt,
 no micro-batches, no targets machinery). A few short replies in float32; the model loads from `make model`'s
@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib import lm, lm_task, losses
+from course_lib import lm, losses
 from course_lib.advantages import group_advantages
-from course_lib.lm_policy import ChatPolicy, build_policy
+from course_lib.lm.policy import ChatPolicy, build_policy
+from course_lib.lm.task import SYSTEM, VERIFIERS, chat_task
 from course_lib.rl import trainer
 from course_lib.rl.config import POLICIES, ToyConfig, make_config
 from course_lib.toy.task import TASKS
@@ -33,7 +34,7 @@ def test_the_trainer_hands_back_the_memory_the_real_model_s_steps_free(policy):
 
 @pytest.fixture(scope="module")
 def task():
-    return lm_task.chat_task(20)
+    return chat_task(20)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_the_task_splits_by_pair_and_its_prompts_are_the_chat_templates(task):
     train, held = task.prompts("train"), task.prompts("heldout")
     assert (len(train), len(held)) == (240, 60)                      # 80 / 20 pairs x 3 wordings
     rows = lm.prompt_rows(held)
-    assert rows[0] == lm.chat_ids(task.tokenizer, task._questions["heldout"].texts[0], lm_task.SYSTEM)
+    assert rows[0] == lm.chat_ids(task.tokenizer, task._questions["heldout"].texts[0], SYSTEM)
     assert min(map(len, rows)) < held.shape[1] and (held[:, 0] == lm.PROMPT_PAD).any()   # left padding
     assert not {tuple(r) for r in rows} & {tuple(r) for r in lm.prompt_rows(train)}
 
@@ -70,7 +71,7 @@ def test_the_verifiers_read_each_reply_up_to_its_first_eos(task):
 def test_a_verifier_that_raises_names_the_prompt_and_the_reply(task, monkeypatch):
     def broken(reply, answer):
         raise KeyError("boom")
-    monkeypatch.setitem(lm_task.VERIFIERS, "exact", broken)
+    monkeypatch.setitem(VERIFIERS, "exact", broken)
     prompts = task.prompts("heldout")[:1]
     text, _ = task.question(lm.prompt_rows(prompts)[0])
     reply = task.tokenizer.encode("seven")
@@ -200,7 +201,8 @@ def test_the_real_policy_and_its_reference_load_on_the_runs_device(monkeypatch):
     """The policy RL starts from and the pi_ref it reloads are loaded for the run's device (the loads are
     redirected to the CPU, which is all this machine may have; the device each asked for is recorded)."""
     asked, load = [], lm.load
-    monkeypatch.setattr(lm, "load", lambda dtype, device="cpu", **kw: asked.append(device) or load(dtype, "cpu", **kw))
+    monkeypatch.setattr("course_lib.lm.model.load",                # where build_policy looks it up
+                        lambda dtype, device="cpu", **kw: asked.append(device) or load(dtype, "cpu", **kw))
     policy, _, _ = trainer.initial_policy(make_config("real", device="cpu"), torch.device("cuda:1"))
     assert asked == [torch.device("cuda:1")]
     policy.to("meta")                                       # wherever the policy is moved, pi_ref follows

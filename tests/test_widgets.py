@@ -213,7 +213,7 @@ def test_widget_shows_an_error_in_place_of_the_view():
 def _every_panel():
     """(name, panel) for every ``*_panel`` factory in course_lib.widgets. Chapter 08's stored runs and
     chapter 12's batch reach only the view, never the controls: stand-ins of the chapter's size."""
-    from course_lib.lm_tokens import SIZE
+    from course_lib.lm.tokens import SIZE
     stand_ins = {
         "gallery_panel": dict(runs={}),
         "token_panel": dict(batch=SimpleNamespace(

@@ -1,6 +1,6 @@
 """Chapter 12's figures: a real model's replies coloured token by token, the per-token ratio's spread
 under each precision and after one step at each learning rate, and the entropy's share above the forking
-threshold against the temperature. Presentation only: every number comes from ``course_lib.lm_tokens``."""
+threshold against the temperature. Presentation only: every number comes from ``course_lib.lm.tokens``."""
 from __future__ import annotations
 
 import html
@@ -65,7 +65,7 @@ class TokenView:
 
 def ratio_spread_plot(rows: dict[str, dict], title: str, *, log_x: bool = True) -> plt.Figure:
     """Each row's per-token ratio as a band: q01-q99 thin, q05-q95 thick, the median a tick; the
-    extremes as dots. ``rows`` maps a label to ``lm_tokens.ratio_table``'s dict."""
+    extremes as dots. ``rows`` maps a label to ``lm.tokens.ratio_table``'s dict."""
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.2))
     for y, (label, r) in enumerate(rows.items()):
         ax.plot([r["q01"], r["q99"]], [y, y], color=BLUE, lw=2)

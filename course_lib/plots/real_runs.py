@@ -1,16 +1,16 @@
 """Chapter 13's figures: the stored GRPO runs on the real model, curve by curve per arm and seed, and the
 held-out measurement before and after training. Presentation only: every number comes from
-``course_lib.lm_runs``."""
+``course_lib.lm.runs``."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from .. import lm_runs
+from ..lm.runs import after, before, format_rate, series
 from .common import BLUE, GREY, ORANGE, light_grid
 
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE}
 ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48"}
-# (metric, panel title); "format" is derived from the reward (lm_runs.format_rate)
+# (metric, panel title); "format" is derived from the reward (lm.runs.format_rate)
 CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sampled", "sampled accuracy (training prompts)"),
           ("format", "format rate: 'Answer: n' stated"), ("acc/heldout", "held-out greedy accuracy (60 questions)"),
           ("len/all", "reply length (tokens)"), ("len/truncated_frac", "share cut at 48 tokens"),
@@ -35,7 +35,7 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
         for arm, runs in arms.items():
             colour = ARM_COLOURS.get(arm, GREY)
             for i, (seed, run) in enumerate(runs.items()):
-                steps, values = lm_runs.format_rate(run) if key == "format" else lm_runs.series(run, key)
+                steps, values = format_rate(run) if key == "format" else series(run, key)
                 label = f"{ARM_LABELS.get(arm, arm)}" if i == 0 else None
                 if key in ("acc/heldout", "kl/ref"):
                     ax.plot(steps, values, "o-", color=colour, lw=1.2, ms=3.5, alpha=0.8, label=label)
@@ -62,10 +62,10 @@ def before_after_plot(task_record: dict, arms: dict[str, dict[int, dict]],
     and arm)."""
     fig, ax = plt.subplots(figsize=(8.5, 3.4))
     for x, name in enumerate(names):
-        b = lm_runs.before(task_record, name)
+        b = before(task_record, name)
         ax.plot([x - 0.25] * len(b), b, "o", color=GREY, ms=6, label="before (pretrained)" if x == 0 else None)
         for j, (arm, runs) in enumerate(arms.items()):
-            a = lm_runs.after(runs, name)
+            a = after(runs, name)
             ax.plot([x + 0.05 + 0.2 * j] * len(a), a, "o", color=ARM_COLOURS.get(arm, GREY), ms=6,
                     label=f"after: {ARM_LABELS.get(arm, arm)}" if x == 0 else None)
     ax.set_xticks(range(len(names)), names)

@@ -4,7 +4,7 @@
                      plug-ins by name) and the named sizes, toy and real
 - ``trainer``        ``train(config) -> History``: the loop and the steps that call the others; it calls
                      course_lib's losses, advantages, aggregation, kl, corrections and rewards and re-implements none
-- ``model``          the policy a config names (the toy's ``TinyGPT`` or the real model's ``lm_policy.ChatPolicy``)
+- ``model``          the policy a config names (the toy's ``TinyGPT`` or the real model's ``lm.policy.ChatPolicy``)
                      and the held-out accuracy
 - ``rollout``        the sampled batch, shaped rewards, the group filter, sampling metrics
 - ``loss_step``      the loss a config names, the batch's constants before it (targets), ``policy_loss``
@@ -14,7 +14,7 @@
 - ``data_parallel``, ``distributed``   the trainer's ranks, and the split run on torch.distributed (chapter 10)
 
 The plug-ins sit beside this package and import nothing from it: policies (``toy.policy.TinyGPT``,
-``lm_policy.ChatPolicy``) and tasks (``toy.task``, ``toy.scratchpad``, ``lm_task``). The toy's studies
+``lm.policy.ChatPolicy``) and tasks (``toy.task``, ``toy.scratchpad``, ``lm.task``). The toy's studies
 (``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
 from .config import SIZES, ToyConfig, make_config

@@ -15,7 +15,7 @@ import torch
 # data-parallel run computes them on every rank's rewards (data_parallel.whole_batch), as std_scope="batch"
 BATCH_WIDE_ESTIMATORS = ("reinforce_pp", "reinforce_pp_baseline", "gpg")
 
-# the policies a config can name: the toy's TinyGPT, or the real chat model (lm_policy.ChatPolicy), which
+# the policies a config can name: the toy's TinyGPT, or the real chat model (lm.policy.ChatPolicy), which
 # trains on its own task ("chat_addition") and skips the toy's warm start
 POLICIES = ("tiny_gpt", "smollm2")
 
@@ -298,7 +298,7 @@ SIZES: dict[str, dict] = {
                      n_layer=6, d_model=512, n_head=8, minibatches=4, precision="bf16", lr=3e-4,
                      warmup_steps=20, eval_every=20, warm_steps=3000, warm_batch=1024, warm_lr=1e-3,
                      warm_target=0.3),
-    # the real chat model (SmolLM2-135M-Instruct, lm_policy) on single-digit addition in chat form: 8 prompts
+    # the real chat model (SmolLM2-135M-Instruct, lm.policy) on single-digit addition in chat form: 8 prompts
     # x 4 replies of at most 48 tokens per step, the learner's forward in 8 micro-batches of one group (peak
     # memory under 4 GB on a CPU); reward = the exact verdict + 0.5 x the format verdict ("Answer: <n>")
     "real": dict(policy="smollm2", task="chat_addition", n_heldout=20, max_new_tokens=48, prompts_per_step=8,

@@ -14,9 +14,9 @@ from ..toy.task import correctness, make_task
 
 def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> TinyGPT:
     """The policy the config names (``cfg.policy``) on ``device``: a TinyGPT sized for its task (its vocabulary,
-    its prompt plus the generation budget), or the real chat model (``lm_policy``, loaded pretrained there)."""
+    its prompt plus the generation budget), or the real chat model (``lm.policy``, loaded pretrained there)."""
     if cfg.policy == "smollm2":
-        from ..lm_policy import build_policy
+        from ..lm.policy import build_policy
         return build_policy(dtype, device)
     task = make_task(cfg)
     return TinyGPT(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,

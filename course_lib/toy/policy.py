@@ -66,7 +66,7 @@ def repeats_a_row(prompts: Tensor) -> bool:
 
 
 class Policy(Protocol):
-    """What the trainer reads from a policy (``TinyGPT`` here, ``lm_policy.ChatPolicy`` for the real model).
+    """What the trainer reads from a policy (``TinyGPT`` here, ``lm.policy.ChatPolicy`` for the real model).
 
     An ``nn.Module`` (its parameters train; a deep copy is pi_ref or a sampler) whose call
     ``policy(prompts, continuation=responses[:, :-1])`` is the learner's forward: the logits [B, T, V] that

@@ -171,12 +171,12 @@ class AdditionTask:
 
 
 def _chat_task(n_heldout: int) -> Task:
-    from ..lm_task import chat_task
+    from ..lm.task import chat_task
     return chat_task(n_heldout)
 
 
 # name -> factory(n_heldout) -> Task; ToyConfig.task names one. "chat_addition" is the real model's task
-# (lm_task.ChatTask: its n_heldout counts held-out pairs, each in three wordings)
+# (lm.task.ChatTask: its n_heldout counts held-out pairs, each in three wordings)
 TASKS: dict[str, Callable[[int], Task]] = {"addition": lambda n_heldout: AdditionTask(n_heldout=n_heldout),
                                            "scratchpad": lambda n_heldout: ScratchpadTask(n_heldout=n_heldout),
                                            "chat_addition": _chat_task}

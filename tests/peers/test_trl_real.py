@@ -9,7 +9,7 @@ everywhere and every group has rewards that differ; some replies end with EOS, s
 
 TRL's side is TRL's code from the dataset on: ``GRPOTrainer.train()`` for one step with
 ``GRPOConfig(**frameworks.to_trl(cfg))`` plus the machine's settings, the questions as conversations (TRL applies
-the chat template), the rewards as two functions, course_lib.lm_task's ``exact`` and ``formatted`` verdicts,
+the chat template), the rewards as two functions, course_lib.lm.task's ``exact`` and ``formatted`` verdicts,
 weighted by to_trl's ``reward_weights``; only the model's ``generate`` is replaced: it returns the prepared
 replies, padded after their end with the pad token as ``generate`` pads them. TRL tokenises, cuts each reply after
 its first EOS, scores, computes the group advantages, splits the batch into its micro-batches (one group each,
@@ -43,8 +43,9 @@ import torch
 from conftest import REASON
 
 pytest.importorskip("trl", reason=REASON)
-from course_lib import advantages, frameworks, lm, lm_task           # noqa: E402
-from course_lib.lm_policy import ChatPolicy                          # noqa: E402
+from course_lib import advantages, frameworks, lm                    # noqa: E402
+from course_lib.lm.policy import ChatPolicy                          # noqa: E402
+from course_lib.lm.task import ChatAdditionTask, ChatTask, Questions  # noqa: E402
 from course_lib.rl import loss_step, trainer                        # noqa: E402
 from course_lib.rl.rollout import shaped_rewards                    # noqa: E402
 
@@ -90,7 +91,7 @@ def chat():
 def batch(chat):
     """The prepared batch as the course's trainer holds it: prompts [8, Lp] (left-padded with lm.PROMPT_PAD),
     replies [8, T] (the pad id after each end), the mask from the lengths, the shaped rewards."""
-    task = lm_task.ChatTask(CFG.n_heldout)
+    task = ChatTask(CFG.n_heldout)
     task.tokenizer = chat.tokenizer                              # the model's own, not a second load
     policy = ChatPolicy(chat)
     prompts = task.prompts("train")[QUESTIONS].repeat_interleave(G, dim=0)                   # [B, Lp]
@@ -149,9 +150,9 @@ def trl_first_step(chat, batch, output_dir: str) -> dict:
     replies: dict[tuple, list] = {}
     for p, r, n in zip(prompts, batch.responses.tolist(), batch.mask.sum(1).tolist()):
         replies.setdefault(tuple(p), []).append(r[:n])
-    questions = lm_task.ChatAdditionTask(CFG.n_heldout).questions("train")
-    data = trl_real.dataset(lm_task.Questions([questions.texts[i] for i in QUESTIONS],
-                                              [questions.answers[i] for i in QUESTIONS], 1))
+    questions = ChatAdditionTask(CFG.n_heldout).questions("train")
+    data = trl_real.dataset(Questions([questions.texts[i] for i in QUESTIONS],
+                                      [questions.answers[i] for i in QUESTIONS], 1))
     eos = chat.eos_id
 
     def generate(input_ids, attention_mask, **_):

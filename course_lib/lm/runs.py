@@ -141,7 +141,7 @@ def float_path() -> dict:
     import torch
     import transformers
 
-    from .rl.history import cpu_identity, cpu_model, float_path_variables
+    from ..rl.history import cpu_identity, cpu_model, float_path_variables
     return {"cpu": cpu_model(), "cpu_id": cpu_identity(), "capability": torch.backends.cpu.get_cpu_capability(),
             "float_path_variables": float_path_variables(),
             "torch": torch.__version__, "transformers": transformers.__version__}

@@ -457,6 +457,7 @@ def check_response(response: torch.Tensor, lengths: torch.Tensor, n_prompts: int
 
 
 def main(argv=None) -> int:
+    """``python -m course_lib.lm build`` (the package's ``__main__``): build the folder, then say where it is."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m course_lib.lm", description=__doc__.split("\n")[0])
     ap.add_argument("command", choices=["build", "info"])
@@ -469,7 +470,3 @@ def main(argv=None) -> int:
     if is_built(folder):
         print((folder / MANIFEST).read_text().strip())
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

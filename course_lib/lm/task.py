@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from . import lm
+from .model import PROMPT_PAD, chat_ids, load_tokenizer, prompt_rows, prompt_tensor
 
 SYSTEM = "You are a careful assistant. Solve the problem and end with 'Answer: <number>'."
 WORDINGS = ("What is {a} + {b}?", "Compute {a} + {b}.", "{a} + {b} = ?")
@@ -121,7 +121,7 @@ class ChatTask:
 
     @functools.cached_property
     def tokenizer(self):
-        return lm.load_tokenizer()
+        return load_tokenizer()
 
     @property
     def vocab_size(self) -> int:
@@ -134,14 +134,14 @@ class ChatTask:
     @functools.cached_property
     def _answers(self) -> dict[tuple, tuple[str, int]]:
         """prompt ids -> (question, answer), for every question of both splits."""
-        return {tuple(lm.chat_ids(self.tokenizer, t, SYSTEM)): (t, a)
+        return {tuple(chat_ids(self.tokenizer, t, SYSTEM)): (t, a)
                 for q in self._questions.values() for t, a in zip(q.texts, q.answers)}
 
     def prompts(self, split: str = "train") -> Tensor:
         """The split's chat prompts ``[N, L]`` (``lm.PROMPT_PAD`` on the left), in ``ChatAdditionTask``'s order."""
         if split not in self._questions:
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
-        return lm.prompt_tensor([lm.chat_ids(self.tokenizer, t, SYSTEM) for t in self._questions[split].texts])
+        return prompt_tensor([chat_ids(self.tokenizer, t, SYSTEM) for t in self._questions[split].texts])
 
     def replies(self, responses: Tensor) -> list[str]:
         """Each response row's text up to its first EOS."""
@@ -159,7 +159,7 @@ class ChatTask:
 
     def _verify(self, name: str, prompts: Tensor, responses: Tensor) -> Tensor:
         out = []
-        for prompt, reply in zip(lm.prompt_rows(prompts), self.replies(responses)):
+        for prompt, reply in zip(prompt_rows(prompts), self.replies(responses)):
             text, answer = self.question(prompt)
             try:
                 out.append(float(VERIFIERS[name](reply, answer)))
@@ -169,7 +169,7 @@ class ChatTask:
         return torch.tensor(out)
 
     def to_text(self, tokens) -> str:
-        return self.tokenizer.decode([int(t) for t in tokens if int(t) != lm.PROMPT_PAD])
+        return self.tokenizer.decode([int(t) for t in tokens if int(t) != PROMPT_PAD])
 
 
 @functools.cache

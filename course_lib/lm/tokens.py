@@ -4,7 +4,7 @@ over the whole vocabulary, and per-token entropy. Each takes a ``course_lib.lm.C
 and returns plain numbers, so the chapter, the stored runs (benchmarks/real_lm_tokens.py) and the tests
 compute them the same way.
 
-The task (``lm_task``): single-digit addition asked in chat form, rewarded by the last integer of the reply
+The task (``lm.task``): single-digit addition asked in chat form, rewarded by the last integer of the reply
 (the only measured candidate whose sampled pass@1 at temperature 1 lies between 10% and 60%)."""
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from . import kl as kl_lib
-from .advantages import group_advantages
-from .lm import ChatLM, Rollout
-from .lm_task import SYSTEM, Questions, addition_questions, last_integer  # noqa: F401 (chapter 12 reads them here)
-from .masking import masked_mean
-from .ratios import clip_stats
-from .sim.kl import estimator_gradients
+from .. import kl as kl_lib
+from ..advantages import group_advantages
+from ..masking import masked_mean
+from ..ratios import clip_stats
+from ..sim.kl import estimator_gradients
+from .model import ChatLM, Rollout
+from .task import SYSTEM, Questions, addition_questions, last_integer  # noqa: F401 (chapter 12 reads them here)
 
 TIS_CAP = 2.0                           # verl's Token-TIS / Seq-TIS presets
 SEQ_MIS_BOUNDS = (0.5, 2.0)             # verl's Seq-MIS preset: seq_sum_k1 "0.5_2.0"
