@@ -36,7 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from course_lib.rl.config import make_config            # noqa: E402
 from course_lib.toy.experiments import error_analysis   # noqa: E402
-from course_lib.toy.policy import compute_precision, sample   # noqa: E402
+from course_lib.rl.policy import compute_precision             # noqa: E402
+from course_lib.toy.policy import sample                      # noqa: E402
 from course_lib.toy.task import make_task                # noqa: E402
 from course_lib.rl.trainer import build_model, stop_check_every, train, warm_start   # noqa: E402
 

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from course_lib.toy.policy import TinyGPT, response_logits, sample, token_logp
+from course_lib.rl.policy import response_logits, token_logp
+from course_lib.toy.policy import TinyGPT, sample
 import reference as ref
 from course_lib.toy.task import (EOS, EQUALS, PAD, PLUS, AdditionTask, answer_tokens, contains_sum,
                                  correctness, encode_prompts, imperfect_answers, response_mask, to_text)

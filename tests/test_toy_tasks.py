@@ -103,7 +103,7 @@ def test_a_second_reward_term_adds_the_format_verdict_to_the_correctness(monkeyp
     own verifiers on the responses drawn (the terms differ on some responses, so both are seen).
     The sampler returns the task's warm-start traces (half with a slip), cut at the budget."""
     from course_lib.rl import trainer
-    from course_lib.toy.policy import Rollout
+    from course_lib.rl.policy import Rollout
     from course_lib.toy.scratchpad import ScratchpadTask
     cfg = ToyConfig(task="scratchpad", max_new_tokens=40, format_weight=0.5, **TINY)
     task = ScratchpadTask(n_heldout=cfg.n_heldout)

@@ -10,7 +10,8 @@ import reference as ref
 from course_lib import advantages, losses
 from course_lib.metrics import METRICS
 from course_lib.rl import ToyConfig, load_histories, make_config, save_histories, train, trainer
-from course_lib.toy.policy import Rollout, sample
+from course_lib.rl.policy import Rollout
+from course_lib.toy.policy import sample
 from course_lib.toy.task import AdditionTask, to_text
 from course_lib.rl.trainer import loss_knobs, warm_start
 

@@ -1,7 +1,7 @@
 """The real chat model as the RL trainer's policy: ``ChatPolicy`` gives ``lm.ChatLM`` the interface the
 trainer reads from the toy's ``TinyGPT``, so one trainer and the same losses train either.
 
-The interface (``toy.policy.Policy``): ``rollout(prompts, max_new_tokens, ...)`` samples a ``toy.policy.Rollout``;
+The interface (``rl.policy.Policy``): ``rollout(prompts, max_new_tokens, ...)`` samples an ``rl.policy.Rollout``;
 the module's ``forward(prompts, continuation=responses[:, :-1])`` is the learner's forward (the logits
 ``[B, T, V]`` that predict each response token, float32); ``eos_id`` and ``pad_id``; ``flops_per_token``.
 Prompts arrive as one id tensor left-padded with ``lm.PROMPT_PAD``; responses are padded with the pad id (this
@@ -11,13 +11,13 @@ prompt runs once in sampling and in the learner's forward (``ChatLM.prefill(shar
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..toy.policy import Rollout
+from ..rl.policy import Policy, Rollout
 from . import model as lm         # the name callers know it by: chapter 13 shows forward's source
 
 
-class ChatPolicy(nn.Module):
+class ChatPolicy(Policy):
     """A ``ChatLM`` as a module: its parameters are the model's (so an optimiser, a deep copy for pi_ref and
     ``state_dict`` work as for ``TinyGPT``), its forward and sampling are ``ChatLM``'s."""
 

@@ -4,6 +4,8 @@
                      plug-ins by name) and the named sizes, toy and real
 - ``trainer``        ``train(config) -> History``: the loop and the steps that call the others; it calls
                      course_lib's losses, advantages, aggregation, kl, corrections and rewards and re-implements none
+- ``policy``         the seam: ``Policy`` (what the trainer reads from a policy, each hook with its default),
+                     ``Rollout``, the forward's precision, the learner's log-probs
 - ``model``          the policy a config names (the toy's ``TinyGPT`` or the real model's ``lm.policy.ChatPolicy``)
                      and the held-out accuracy
 - ``rollout``        the sampled batch, shaped rewards, the group filter, sampling metrics
@@ -13,12 +15,21 @@
 - ``split``          every aggregation under micro-batches and data-parallel ranks (the exact per-piece normaliser)
 - ``data_parallel``, ``distributed``   the trainer's ranks, and the split run on torch.distributed (chapter 10)
 
-The plug-ins sit beside this package and import nothing from it: policies (``toy.policy.TinyGPT``,
-``lm.policy.ChatPolicy``) and tasks (``toy.task``, ``toy.scratchpad``, ``lm.task``). The toy's studies
-(``toy.experiments``, ``toy.curves``, ...) run this trainer.
+The plug-ins sit beside this package and import nothing from it but the seam, ``rl.policy``: policies
+(``toy.policy.TinyGPT``, ``lm.policy.ChatPolicy``) subclass its ``Policy``; tasks (``toy.task``,
+``toy.scratchpad``, ``lm.task``). The toy's studies (``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
-from .config import SIZES, ToyConfig, make_config
-from .history import History, load_histories, save_histories
-from .trainer import train
+import importlib
 
-__all__ = ["SIZES", "ToyConfig", "make_config", "History", "train", "save_histories", "load_histories"]
+# what ``from course_lib.rl import X`` gives, and the module each comes from: loaded on first use, so that a
+# plug-in can import the seam (``rl.policy``) while the trainer, which imports the plug-ins, is not yet loaded
+EXPORTS = {"SIZES": "config", "ToyConfig": "config", "make_config": "config", "History": "history",
+           "load_histories": "history", "save_histories": "history", "Policy": "policy", "Rollout": "policy",
+           "train": "trainer"}
+__all__ = list(EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{EXPORTS[name]}"), name)

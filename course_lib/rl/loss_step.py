@@ -18,7 +18,7 @@ from ..masking import masked_mean
 from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
 from .data_parallel import DataParallel, whole_batch
 from .device import stop_check_every
-from ..toy.policy import TinyGPT, compute_precision, response_logits, token_logp
+from .policy import Policy, compute_precision, response_logits, token_logp
 from .rollout import Batch, shaped_rewards
 from ..toy.task import make_task
 
@@ -91,7 +91,7 @@ class Targets:
     is_weight: Tensor | None    # [B, T] TIS/MIS weight, or None without correction
 
 
-def learner_logp(model: TinyGPT, prompts: Tensor, responses: Tensor, temperature: float,
+def learner_logp(model: Policy, prompts: Tensor, responses: Tensor, temperature: float,
                  precision: str = "fp32"):
     """The learner's log-probs of the responses at the sampling temperature: [B, T], [B, T, V]
     (the forward in ``precision``, the log-softmax of float32 logits)."""
@@ -109,7 +109,7 @@ def reuses_loss_forward(cfg: ToyConfig) -> bool:
 
 
 @torch.no_grad()
-def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
+def remax_baseline(cfg: ToyConfig, model: Policy, batch: Batch) -> Tensor:
     """ReMax's baseline: the shaped reward of the learner's greedy answer to each group's prompt,
     repeated over the group [B]. The learner decodes it (verl's rollout engine does; the toy's
     sampler is the learner unless a mismatch is faked)."""
@@ -124,7 +124,7 @@ def remax_baseline(cfg: ToyConfig, model: TinyGPT, batch: Batch) -> Tensor:
     return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
 
 
-def advantages_of(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, rewards: Tensor,
+def advantages_of(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, rewards: Tensor,
                   dp: DataParallel | None = None) -> Tensor:
     """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax.
 
@@ -150,7 +150,7 @@ TOKEN_MEANS = ("entropy/mean", "entropy/t1", "is/weight_mean", "is/zero_frac", "
 
 
 @torch.no_grad()
-def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
+def targets(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
             with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None,
             dp: DataParallel | None = None) -> tuple[Targets, dict]:
     """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
@@ -160,7 +160,7 @@ def targets(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT
     reference forward (for the KL term and the ``kl/ref`` monitor). ``dp``: this rank's place in a
     data-parallel run (``batch`` is its share), for the estimators that read the whole batch."""
     mask = batch.mask
-    step = getattr(model, "score_rows", None) or len(mask)        # rows per forward without gradient
+    step = model.score_rows or len(mask)                          # rows per forward without gradient
     pieces = [token_stats(cfg, model, ref_model, batch, sl, with_ref, learner and tuple(x[sl] for x in learner))
               for sl in (slice(i, i + step) for i in range(0, len(mask), step))]
     recomputed, entropy, entropy_t1, ref_logp, kl_ref = (
@@ -203,7 +203,7 @@ class PieceTargets:
     monitors; ``metrics`` reads the monitors once every row is filled. ``targets`` of the whole batch would
     give the same numbers up to float rounding, with one more forward."""
 
-    def __init__(self, cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, batch: Batch, *,
+    def __init__(self, cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
                  with_ref: bool):
         self.cfg, self.model, self.ref_model, self.batch, self.with_ref = cfg, model, ref_model, batch, with_ref
         mask = batch.mask
@@ -245,7 +245,7 @@ class PieceTargets:
                               v.get("is_weight"), v.get("kl_ref"))
 
 
-def token_stats(cfg: ToyConfig, model: TinyGPT, ref_model: TinyGPT, batch: Batch, rows: slice, with_ref: bool,
+def token_stats(cfg: ToyConfig, model: Policy, ref_model: Policy, batch: Batch, rows: slice, with_ref: bool,
                 learner: tuple[Tensor, Tensor] | None = None) -> tuple:
     """The learner's log-probs of the responses ``rows`` [b, T], their entropies (at the sampling temperature
     and at T = 1) and, ``with_ref``, the reference's log-probs and the exact KL to it per token (else None,

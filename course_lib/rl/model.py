@@ -8,11 +8,12 @@ from torch import Tensor
 
 from .config import ToyConfig
 from .device import stop_check_every
-from ..toy.policy import TinyGPT, compute_precision
+from .policy import Policy, compute_precision
+from ..toy.policy import TinyGPT
 from ..toy.task import correctness, make_task
 
 
-def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> TinyGPT:
+def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> Policy:
     """The policy the config names (``cfg.policy``) on ``device``: a TinyGPT sized for its task (its vocabulary,
     its prompt plus the generation budget), or the real chat model (``lm.policy``, loaded pretrained there)."""
     if cfg.policy == "smollm2":
@@ -24,7 +25,7 @@ def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32, device: torc
 
 
 @torch.no_grad()
-def heldout_accuracy(model: TinyGPT, prompts: Tensor, max_new_tokens: int, precision: str = "fp32",
+def heldout_accuracy(model: Policy, prompts: Tensor, max_new_tokens: int, precision: str = "fp32",
                      verifier: Callable[[Tensor, Tensor], Tensor] | None = None) -> float:
     """Greedy-decoding accuracy on the given prompts, by ``verifier`` (default: the addition task's
     exact check)."""

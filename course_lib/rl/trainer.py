@@ -31,7 +31,6 @@ metrics), ``loss_step`` (loss setup, targets, policy_loss), ``data_parallel``, `
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import time
 from typing import Callable
@@ -59,8 +58,8 @@ from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics,
                       shaped_rewards)
 from .samplers import Samplers
 from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
-from ..toy.policy import (Policy, TinyGPT, compute_precision, full_precision, response_logits, sample,  # noqa: F401
-                          token_logp)
+from .policy import Policy, compute_precision, full_precision, response_logits, token_logp  # noqa: F401
+from ..toy.policy import TinyGPT, sample  # noqa: F401 (re-exported)
 from ..toy.task import correctness, make_task  # noqa: F401 (re-exported)
 from ..toy.tokens import PAD
 
@@ -183,14 +182,6 @@ def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = to
     return model, model.state_dict(), time.perf_counter() - t0
 
 
-def reference(model: Policy) -> Policy:
-    """pi_ref, frozen at the policy's starting weights: a copy kept in memory, or what the policy offers in
-    its place (``reference()``: the real model reloads its pretrained weights when a step needs them and
-    ``release``s them after, so a run without a KL term does not hold a second model through the update)."""
-    own = getattr(model, "reference", None)
-    return own() if own is not None else copy.deepcopy(model).requires_grad_(False)
-
-
 # ----------------------------------------------------------------------------------------------
 # 1. sampling (the pieces: rollout.py, samplers.py)
 # ----------------------------------------------------------------------------------------------
@@ -234,7 +225,7 @@ def collect(cfg: ToyConfig, sampler: Policy, train_prompts: Tensor, gen: torch.G
 # ----------------------------------------------------------------------------------------------
 # 2. the update (the loss and its constants: loss_step.py)
 # ----------------------------------------------------------------------------------------------
-def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batch, tg: Targets | PieceTargets,
+def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, tg: Targets | PieceTargets,
                    rows: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
     of a data-parallel run): each piece's loss times ``split.piece_scale`` (its count over the
@@ -277,7 +268,7 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, batch: Batc
     return out.pop("loss/total"), out.pop("loss/policy"), kl, out
 
 
-def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, tg: Targets | Callable,
+def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, tg: Targets | Callable,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
            after_step: Callable[[], None] = lambda: None, dp: DataParallel | None = None) -> dict:
     """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
@@ -335,7 +326,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, opt, batch: Batch, 
     return out
 
 
-def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, opt, batch: Batch,
+def learn(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
           *, with_ref: bool = True, dp: DataParallel | None = None) -> dict:
     """One batch learned: ``targets`` (advantages, pi_old, pi_ref, corrections), then ``update``
@@ -352,7 +343,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: TinyGPT, ref_model: TinyGPT, 
         _sync(device); t = time.perf_counter()
         tg, m = targets(cfg, setup, model, ref_model, batch, with_ref=with_ref,
                         learner=None if logp is None else (logp, logp_all), dp=dp)
-        getattr(ref_model, "release", lambda: None)()     # pi_ref's log-probs are in tg: a reloadable one goes
+        ref_model.release()                               # pi_ref's log-probs are in tg: a reloadable one goes
         _sync(device); spent["targets"] = time.perf_counter() - t
         target_metrics.update(m)
         return tg
@@ -404,7 +395,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, sto
     held_prompts = task.prompts("heldout").to(device)
 
     model, state, warm_s = initial_policy(cfg, device, dtype, progress=progress)
-    ref_model = reference(model)
+    ref_model = model.reference()                   # pi_ref (rl.policy.Policy.reference)
     dp = wrap(model, rank, R)                       # DDP on a rank; None in one process
     local = functools.cache(lambda c: rank_share(c, R))   # this rank's share of a phase's config
     samplers = Samplers(cfg.phases(), model, state)  # one per mismatch the run's phases use
@@ -461,7 +452,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, sto
         hist.rows.append(row)
         if checkpoint is not None and checkpoint.due(step, n_steps):
             save_checkpoint(checkpoint, step=step, hist=hist, drawn=drawn, **held)
-        if getattr(model, "returns_freed_memory", False):     # the real model: its freed blocks, not kept as gaps
+        if model.returns_freed_memory:                        # the real model: its freed blocks, not kept as gaps
             return_freed_memory(device)
         bar.update(1)
     bar.close()

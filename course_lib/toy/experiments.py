@@ -229,7 +229,8 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
     import torch
 
     from .. import advantages, losses
-    from .policy import response_logits, sample, token_logp
+    from ..rl.policy import response_logits, token_logp
+    from .policy import sample
     from .task import AdditionTask
     _addition_only(cfg, "clip_higher_mechanism")
     status = Status("one batch, PPO epochs", len(eps_highs) * epochs, progress)

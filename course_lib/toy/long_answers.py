@@ -107,7 +107,8 @@ def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64,
                  chunk: int = 4096) -> list[int]:
     """For each of the first ``n_prompts`` held-out prompts, how many of ``n`` answers sampled at the
     config's temperature from the policy with weights ``state`` are right (the task's exact check)."""
-    from .policy import compute_precision, sample
+    from ..rl.policy import compute_precision
+    from .policy import sample
     from .task import make_task
     from ..rl.trainer import build_model
     cfg = replace(cfg, device="cpu")

@@ -13,15 +13,12 @@ group's rows); only float rounding differs, in the last bits of float32.
 """
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-from typing import Protocol
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..rl.policy import Policy, Rollout, full_precision
 from .task import EOS, PAD, VOCAB_SIZE
 
 
@@ -65,26 +62,7 @@ def repeats_a_row(prompts: Tensor) -> bool:
     return len(prompts) > 1 and bool((prompts[1:] == prompts[:-1]).all(dim=1).any())
 
 
-class Policy(Protocol):
-    """What the trainer reads from a policy (``TinyGPT`` here, ``lm.policy.ChatPolicy`` for the real model).
-
-    An ``nn.Module`` (its parameters train; a deep copy is pi_ref or a sampler) whose call
-    ``policy(prompts, continuation=responses[:, :-1])`` is the learner's forward: the logits [B, T, V] that
-    predict each response token; ``rollout(prompts, max_new_tokens, *, temperature, greedy, generator,
-    logits_noise, stop_check_every)`` samples a ``Rollout``; ``eos_id`` / ``pad_id`` end and pad responses;
-    ``flops_per_token(context, backward)`` counts its FLOPs.
-    """
-    eos_id: int
-    pad_id: int
-
-    def __call__(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor: ...
-
-    def rollout(self, prompts: Tensor, max_new_tokens: int, **kw) -> "Rollout": ...
-
-    def flops_per_token(self, context: float, backward: bool = True) -> float: ...
-
-
-class TinyGPT(nn.Module):
+class TinyGPT(Policy):
     """Decoder-only transformer over a task's ``vocab_size`` tokens (the addition task's 14 by
     default). tokens [B, L] -> logits [B, L, V].
 
@@ -190,50 +168,6 @@ class TinyGPT(nn.Module):
         return 3 * fwd if backward else fwd
 
 
-PRECISIONS = ("fp32", "tf32", "bf16")
-
-
-@contextlib.contextmanager
-def compute_precision(precision: str, device: torch.device):
-    """The arithmetic of the forward passes run inside the block; weights, gradients and optimiser
-    state stay float32 whatever it is.
-
-    "fp32": plain float32 matmuls; "tf32": float32 matmuls on CUDA tensor cores (10-bit mantissa
-    products, float32 sums; CUDA only: a CPU has no TF32); "bf16": autocast to bfloat16 (matmuls
-    and attention in bfloat16, which both CUDA and CPU run; reductions such as LayerNorm and the
-    log-softmax of the logits stay float32, see ``full_precision``).
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "tf32" and device.type != "cuda":
-        raise ValueError(f"precision='tf32' needs a CUDA device (TF32 is a tensor-core format), got "
-                         f"device {device}; on a CPU use 'fp32' or 'bf16'")
-    with contextlib.ExitStack() as stack:
-        if device.type == "cuda":
-            before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
-            stack.callback(lambda: (setattr(torch.backends.cuda.matmul, "allow_tf32", before[0]),
-                                    setattr(torch.backends.cudnn, "allow_tf32", before[1])))
-        if precision == "bf16":
-            stack.enter_context(torch.autocast(device.type, dtype=torch.bfloat16))
-        yield
-
-
-def full_precision(logits: Tensor) -> Tensor:
-    """bfloat16 / float16 logits as float32; float32 and float64 ones as they are."""
-    return logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
-
-
-@dataclass
-class Rollout:
-    """One batch of sampled responses. B = P * G rows, contiguous groups."""
-    prompts: Tensor        # [B, Lp] prompt tokens
-    responses: Tensor      # [B, T] sampled tokens, PAD after EOS
-    mask: Tensor           # [B, T] bool, True up to and including the first EOS
-    rollout_logp: Tensor   # [B, T] log-prob of each sampled token under the *sampler* (0 on padding)
-    steps: int             # decoding steps run (T)
-
-
 @torch.no_grad()
 def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature: float = 1.0,
            greedy: bool = False, generator: torch.Generator | None = None,
@@ -283,21 +217,3 @@ def sample(model: TinyGPT, prompts: Tensor, max_new_tokens: int, *, temperature:
     responses = torch.stack(toks, dim=1)                         # [B, T]
     mask = responses != PAD
     return Rollout(prompts, responses, mask, torch.stack(logps, dim=1) * mask, responses.shape[1])
-
-
-def response_logits(model: TinyGPT, prompts: Tensor, responses: Tensor) -> Tensor:
-    """The learner's forward: logits [B, T, V] that predicted each response token (the last prompt
-    position predicts the first; response position t predicts t + 1). Each distinct prompt runs once
-    (``TinyGPT.prefill``), then the responses continue their prompt's cache in one chunk. ``model``:
-    a TinyGPT or a module wrapping one (DDP)."""
-    return full_precision(model(prompts, continuation=responses[:, :-1]))   # [B, T, V]
-
-
-def token_logp(logits: Tensor, responses: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
-    """Log-prob of each response token and the full log-distribution, both at ``temperature``.
-
-    logits [B, T, V] -> (logp [B, T], logp_all [B, T, V]). PAD ids are valid indices, so the
-    gather is safe; callers mask padding afterwards.
-    """
-    logp_all = torch.log_softmax(logits / temperature, dim=-1)   # [B, T, V]
-    return logp_all.gather(2, responses[..., None])[..., 0], logp_all
