@@ -68,7 +68,7 @@ def _job(args):
     out = to_columns(thin(h, KEYS, every=2).to_json())
     if comp.passk:                      # right answers among n samples per held-out prompt, before and after
         from course_lib.toy.long_answers import passk_counts
-        from course_lib.rl.trainer import warm_start
+        from course_lib.toy.warm_start import warm_start
         n, prompts = comp.passk
         out["passk"] = {"n": n, "prompts": prompts,
                         "base": passk_counts(cfg, warm_start(cfg)[0], n, prompts, seed=seed),

@@ -38,8 +38,9 @@ from course_lib.rl.config import make_config            # noqa: E402
 from course_lib.toy.experiments import error_analysis   # noqa: E402
 from course_lib.rl.policy import compute_precision             # noqa: E402
 from course_lib.toy.policy import sample                      # noqa: E402
-from course_lib.toy.task import make_task                # noqa: E402
-from course_lib.rl.trainer import build_model, stop_check_every, train, warm_start   # noqa: E402
+from course_lib.rl.registry import make_task             # noqa: E402
+from course_lib.rl.trainer import build_model, stop_check_every, train   # noqa: E402
+from course_lib.toy.warm_start import warm_start          # noqa: E402
 
 TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95), "long": ("gain", 0.1),
            "long_gpu": ("gain", 0.1)}

@@ -44,7 +44,8 @@ from course_lib import frameworks as fw                       # noqa: E402
 from course_lib.rl.config import make_config                 # noqa: E402
 from course_lib.rl.history import config_record, cpu_model   # noqa: E402
 from course_lib.toy.task import EOS, PAD, PROMPT_LEN, AdditionTask, correctness, to_text   # noqa: E402
-from course_lib.rl.trainer import build_model, heldout_accuracy, train, warm_start   # noqa: E402
+from course_lib.rl.trainer import build_model, heldout_accuracy, train   # noqa: E402
+from course_lib.toy.warm_start import warm_start                        # noqa: E402
 
 # The toy's token ids 0..12 as text; PAD (13) is left out: the toy's policy can never emit it (its logit
 # bias is -1e4), so a 13-token vocabulary gives the same softmax, and TRL pads with EOS after the first EOS.
@@ -255,7 +256,7 @@ def run_trl(cfg, state: dict) -> dict:
 
     def evaluate(model):
         tiny.load_state_dict(to_tiny(model, cfg, state))
-        return heldout_accuracy(tiny, held, cfg.max_new_tokens)
+        return heldout_accuracy(tiny, held, cfg.max_new_tokens, cfg.precision, correctness)
 
     eval_s = []
 

@@ -28,3 +28,60 @@ def test_a_policy_without_a_required_method_names_it_and_itself(call):
             "flops_per_token": (4.0,)}[call]
     with pytest.raises(NotImplementedError, match="Bare must implement"):
         getattr(Bare(), call)(*args)
+
+
+class Instrumented(TinyGPT):
+    """A TinyGPT that asks for pi_ref, its release and its rows per forward without gradient through the hooks,
+    and records what the trainer did with them."""
+    score_rows = 3
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log = []                            # shared with pi_ref, which is a deep copy made after this
+
+    def reference(self):
+        self.log.append("reference")
+        ref = Instrumented(self.n_layer, self.d_model, self.blocks[0].n_head, self.block_size,
+                           vocab_size=self.tok.num_embeddings)
+        ref.load_state_dict(self.state_dict())
+        ref.log = self.log
+        ref.release = lambda: self.log.append("release")
+        return ref.requires_grad_(False)
+
+    def forward(self, prompts, cache=None, *, continuation=None):
+        if continuation is not None and not torch.is_grad_enabled():
+            self.log.append(len(prompts))        # a forward without gradient: how many rows
+        return super().forward(prompts, cache, continuation=continuation)
+
+
+def test_the_trainer_calls_each_hook_of_the_policy(monkeypatch):
+    """pi_ref comes from the policy's ``reference``, is ``release``d after every step that scored with it, and
+    the forwards without gradient take ``score_rows`` rows at a time; planting any of them ignored fails here."""
+    from course_lib.rl import trainer
+    from course_lib.rl.config import ToyConfig
+    cfg = ToyConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                    warm_target=None, n_heldout=16, eval_every=2, device="cpu", kl_coef=0.1, minibatches=2)
+    built = []
+
+    def instrumented(cfg, device, dtype=torch.float32, *, progress=False):
+        plain = trainer.build_model(cfg)                               # the toy's sizes for this task
+        model = Instrumented(cfg.n_layer, cfg.d_model, cfg.n_head, plain.block_size, vocab_size=plain.tok.num_embeddings)
+        built.append(model)
+        return model, model.state_dict(), 0.0
+
+    monkeypatch.setattr(trainer, "initial_policy", instrumented)
+    trainer.train(cfg, progress=False)
+    log = built[0].log
+    assert log.count("reference") == 1 and log.count("release") == cfg.steps, log
+    rows = [x for x in log if isinstance(x, int)]
+    assert rows and max(rows) == Instrumented.score_rows, rows       # 16 rows scored 3 at a time
+
+
+def test_the_real_models_reference_has_no_state_for_a_checkpoint_to_keep():
+    """It reloads the pretrained weights itself: a checkpoint stores nothing for it, and refuses to load
+    weights into it."""
+    from course_lib.lm.policy import PretrainedReference
+    ref = PretrainedReference(torch.device("cpu"))
+    assert ref.state_dict() == {} and ref.load_state_dict({}) is None and ref.policy is None
+    with pytest.raises(ValueError, match="reloads its weights"):
+        ref.load_state_dict({"w": torch.zeros(1)})

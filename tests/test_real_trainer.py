@@ -13,8 +13,8 @@ from course_lib.advantages import group_advantages
 from course_lib.lm.policy import ChatPolicy, build_policy
 from course_lib.lm.task import SYSTEM, VERIFIERS, chat_task
 from course_lib.rl import trainer
-from course_lib.rl.config import POLICIES, ToyConfig, make_config
-from course_lib.toy.task import TASKS
+from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.registry import POLICIES, TASKS
 
 SMALL = dict(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=8, micro_batches=2, eval_every=2,
              n_heldout=2)                    # 6 held-out questions: a quick evaluation
@@ -81,13 +81,13 @@ def test_a_verifier_that_raises_names_the_prompt_and_the_reply(task, monkeypatch
 
 
 def test_config_names_the_known_policies_and_tasks():
-    with pytest.raises(ValueError, match="policy must be one of \\('tiny_gpt', 'smollm2'\\)"):
+    with pytest.raises(ValueError, match="policy must be one of \\['smollm2', 'tiny_gpt'\\], got 'gpt2'"):
         ToyConfig(policy="gpt2")
     with pytest.raises(ValueError, match="task must be one of .*'chat_addition'"):
         ToyConfig(task="sorting")
     with pytest.raises(ValueError, match="'chat_addition' task's token ids are the 'smollm2' policy's"):
         ToyConfig(task="chat_addition", n_heldout=20)
-    assert POLICIES == ("tiny_gpt", "smollm2") and "chat_addition" in TASKS
+    assert tuple(POLICIES) == ("tiny_gpt", "smollm2") and "chat_addition" in TASKS
     assert make_config("real").policy == "smollm2"
 
 

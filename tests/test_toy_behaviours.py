@@ -13,7 +13,9 @@ from typing import ClassVar
 import pytest
 import torch
 
+from course_lib.rl import registry
 from course_lib.toy import task as T
+from course_lib.toy import warm_start as W
 from course_lib.rl import trainer
 from course_lib.rl.config import ToyConfig
 from course_lib.toy.policy import TinyGPT
@@ -73,7 +75,7 @@ def _head_dtypes(cfg, monkeypatch) -> dict:
     supervised steps and every learner or reference forward with or without gradient)."""
     out = {"sample": set(), "greedy": set(), "teacher": set()}
     phase = ["teacher"]
-    build, accuracy = trainer.build_model, trainer.heldout_accuracy
+    build, accuracy = TinyGPT.for_config, trainer.heldout_accuracy
 
     def during(name, fn):
         def wrapped(*args, **kw):
@@ -84,14 +86,15 @@ def _head_dtypes(cfg, monkeypatch) -> dict:
                 phase.pop()
         return wrapped
 
-    def hooked(*args, **kw):
+    def hooked(cls, *args, **kw):
         model = build(*args, **kw)
         model.head.register_forward_hook(lambda mod, a, y: out[phase[-1]].add(y.dtype))
         return model
-    monkeypatch.setattr(trainer, "build_model", hooked)
+    monkeypatch.setattr(TinyGPT, "for_config", classmethod(hooked))      # every TinyGPT the run builds
     monkeypatch.setattr(trainer, "collect", during("sample", trainer.collect))     # its forwards: the sampler's
     monkeypatch.setattr(trainer, "heldout_accuracy", during("greedy", accuracy))
-    monkeypatch.setattr(trainer, "_WARM_CACHE", {})            # run the warm start here, hooked
+    monkeypatch.setattr(W, "heldout_accuracy", during("greedy", accuracy))      # the warm start's probe
+    monkeypatch.setattr(W, "_WARM_CACHE", {})                  # run the warm start here, hooked
     trainer.train(cfg, progress=False)
     return out
 
@@ -134,8 +137,8 @@ class _Recorded(T.AdditionTask):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    monkeypatch.setitem(T.TASKS, "recorded", lambda n_heldout: _Recorded(n_heldout=n_heldout))
-    monkeypatch.setattr(trainer, "_WARM_CACHE", {})
+    monkeypatch.setitem(registry.TASKS, "recorded", lambda n_heldout: _Recorded(n_heldout=n_heldout))
+    monkeypatch.setattr(W, "_WARM_CACHE", {})
     _Recorded.calls.clear()
     return _Recorded.calls
 
@@ -147,14 +150,14 @@ def warm_cfg(**kw) -> ToyConfig:
 
 
 def test_the_warm_start_takes_warm_steps_batches_of_warm_batch_with_warm_noise(recorded):
-    trainer.warm_start(warm_cfg())
+    W.warm_start(warm_cfg())
     assert recorded == [(12, 0.4, 5)] * 3
 
 
 def test_the_warm_start_stops_once_its_target_is_reached(recorded):
-    trainer.warm_start(warm_cfg(warm_target=0.0))         # reached before the first step
+    W.warm_start(warm_cfg(warm_target=0.0))         # reached before the first step
     assert recorded == []
-    trainer.warm_start(warm_cfg(warm_target=1.0))         # never reached: every step
+    W.warm_start(warm_cfg(warm_target=1.0))         # never reached: every step
     assert len(recorded) == 3
 
 
@@ -163,7 +166,7 @@ def test_the_warm_starts_first_step_is_proportional_to_warm_lr(recorded):
     init = trainer.build_model(warm_cfg()).state_dict()
     steps = {}
     for lr in (1e-3, 2e-3):
-        state, _ = trainer.warm_start(warm_cfg(warm_steps=1, warm_lr=lr))
+        state, _ = W.warm_start(warm_cfg(warm_steps=1, warm_lr=lr))
         steps[lr] = torch.cat([(state[k] - init[k]).reshape(-1) for k in init])
     size = float(steps[1e-3].abs().max())                       # Adam's first step: lr / 10 (warm-up)
     assert size > 1e-6
@@ -172,8 +175,8 @@ def test_the_warm_starts_first_step_is_proportional_to_warm_lr(recorded):
 
 def test_the_warm_seed_picks_the_warm_start_and_the_same_seed_repeats_it(recorded):
     def warm(seed):
-        trainer._WARM_CACHE.clear()                            # made again, not read from the cache
-        return trainer.warm_start(warm_cfg(warm_seed=seed))[0]
+        W._WARM_CACHE.clear()                            # made again, not read from the cache
+        return W.warm_start(warm_cfg(warm_seed=seed))[0]
     a, again, b, zero = warm(5), warm(5), warm(6), warm(0)
     assert all(torch.equal(a[k], again[k]) for k in a)
     assert not torch.equal(a["head.weight"], b["head.weight"])
@@ -200,6 +203,6 @@ def test_dynamic_sampling_draws_at_most_max_sampling_rounds_batches(rounds, monk
     """When no group ever has signal (a verifier that fails everything), it draws exactly that many."""
     monkeypatch.setitem(T.VERIFIERS, "contains", lambda prompts, responses: torch.zeros(len(prompts)))
     cfg = replace(TINY, dynamic_sampling=True, max_sampling_rounds=rounds, verifier="contains")
-    got = trainer.collect(cfg, trainer.build_model(cfg), T.make_task(cfg).prompts("train"),
+    got = trainer.collect(cfg, trainer.build_model(cfg), registry.make_task(cfg).prompts("train"),
                           torch.Generator().manual_seed(1), torch.Generator().manual_seed(2), lambda ctx: 0.0)
     assert got.batch is None and len(got.rewards) == rounds * cfg.batch_size

@@ -11,6 +11,7 @@ import reference as ref
 from course_lib import losses
 from course_lib.rl import ToyConfig, trainer
 from course_lib.rl.config import CHOICES
+from course_lib.rl import registry
 from course_lib.toy.policy import sample
 from course_lib.toy.task import correctness
 
@@ -118,8 +119,8 @@ def test_remax_grades_its_greedy_answer_with_the_verifier_that_pays_the_reward(m
     cfg = replace(ONE_STEP, adv_estimator="remax", verifier="contains", overlong_penalty=False)
     G = cfg.group_size
     model = trainer.build_model(cfg)
-    prompts = T.make_task(cfg).prompts("train")[:cfg.prompts_per_step].repeat_interleave(G, dim=0)   # [B, Lp]
-    batch = trainer.Batch(prompts, None, None, None, torch.zeros(len(prompts)))
+    prompts = registry.make_task(cfg).prompts("train")[:cfg.prompts_per_step].repeat_interleave(G, dim=0)   # [B, Lp]
+    batch = trainer.Batch(prompts, None, None, None, torch.zeros(len(prompts)), model.eos_id, model.pad_id)
     greedy = sample(model, prompts[::G], cfg.max_new_tokens, greedy=True)
     assert correctness(prompts[::G], greedy.responses).sum() < cfg.prompts_per_step / 2
     assert trainer.remax_baseline(cfg, model, batch).tolist() == [1.0] * len(prompts)

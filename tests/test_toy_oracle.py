@@ -54,7 +54,7 @@ def make_models(temperature: float):
     noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(3))
     batch = trainer.Batch(prompts=prompts, responses=roll.responses, mask=roll.mask,
                           rollout_logp=(roll.rollout_logp + noise) * roll.mask,   # a mismatched sampler
-                          rewards=torch.tensor(REWARDS))
+                          rewards=torch.tensor(REWARDS), eos_id=model.eos_id, pad_id=model.pad_id)
     return model, ref_model, batch
 
 

@@ -24,6 +24,7 @@ from course_lib.rl.split import BATCH_STATISTIC_LOSSES
 from course_lib.rl import trainer
 from course_lib.ranks import run_ranks
 from course_lib.rl.config import ToyConfig
+from course_lib.toy.tokens import EOS, PAD
 from test_toy_oracle import BASE, make_models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -192,7 +193,7 @@ def test_estimators_with_batch_statistics_give_the_full_batch_result_on_two_rank
         setup_ = trainer.loss_setup(cfg)
         full = trainer.advantages_of(cfg, setup_, None, batch, batch.rewards)
         own = trainer.advantages_of(cfg, setup_, None, trainer.Batch(*(t[half:] for t in (
-            batch.prompts, batch.responses, batch.mask, batch.rollout_logp, batch.rewards))), batch.rewards[half:])
+            batch.prompts, batch.responses, batch.mask, batch.rollout_logp, batch.rewards)), EOS, PAD), batch.rewards[half:])
         assert float((own - full[half:]).abs().max()) > 0.05, f"{key}: a rank's own half gives the same advantages"
 
 
@@ -200,7 +201,7 @@ def _whole_batch_rank(rank: int, world_size: int, payload):
     """On a rank: its rows' REINFORCE++ advantages from its own rewards and mask (of its own length)."""
     from course_lib.rl.data_parallel import DataParallel
     rewards, mask = payload["rewards"][rank], payload["mask"][rank]
-    batch = trainer.Batch(None, None, mask, None, rewards)
+    batch = trainer.Batch(None, None, mask, None, rewards, EOS, PAD)
     dp = DataParallel(rank, world_size, torch.nn.Identity())
     return trainer.advantages_of(payload["cfg"], trainer.loss_setup(payload["cfg"]), None, batch, rewards, dp)
 
@@ -213,7 +214,7 @@ def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
     mask = [torch.arange(int(n.max()))[None] < n[:, None] for n in lengths]          # [4, 3] and [4, 5]
     got = run_ranks(_whole_batch_rank, 2, {"cfg": cfg, "rewards": rewards, "mask": mask})
     all_mask = torch.arange(5)[None] < torch.cat(lengths)[:, None]                   # [8, 5]
-    full = trainer.advantages_of(cfg, trainer.loss_setup(cfg), None, trainer.Batch(None, None, all_mask, None, None),
+    full = trainer.advantages_of(cfg, trainer.loss_setup(cfg), None, trainer.Batch(None, None, all_mask, None, None, EOS, PAD),
                                  torch.cat(rewards))
     assert got[0].shape == (4, 3) and got[1].shape == (4, 5)
     torch.testing.assert_close(torch.cat([torch.nn.functional.pad(got[0], (0, 2)), got[1]]), full,

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from course_lib.toy import task as T
+from course_lib.rl import registry
 from course_lib.rl.config import ToyConfig
 from course_lib.rl.trainer import build_model, train
 
@@ -30,6 +31,7 @@ class CopyTask:
     """Prompts "#xyz" (# = id 14); the answer repeats xyz."""
     n_heldout: int = 16
     name: ClassVar[str] = "copy"
+    policy: ClassVar[str] = "tiny_gpt"
     prompt_len: ClassVar[int] = 4
     vocab_size: ClassVar[int] = 15
     verifiers: ClassVar[dict] = {"exact": copy_exact, "never": never}
@@ -49,9 +51,9 @@ class CopyTask:
 
 @pytest.fixture
 def copy_task():
-    T.register_task("copy", lambda n_heldout: CopyTask(n_heldout=n_heldout))
+    registry.register_task("copy", lambda n_heldout: CopyTask(n_heldout=n_heldout))
     yield
-    T.TASKS.pop("copy")
+    registry.TASKS.pop("copy")
 
 
 def test_a_registered_task_trains_through_the_same_trainer(copy_task, monkeypatch):
@@ -142,7 +144,7 @@ def test_the_held_out_size_follows_the_config_and_none_of_them_is_trained_on(nam
     from course_lib.rl import trainer
     from course_lib.toy import scratchpad
     cfg = ToyConfig(task=name, max_new_tokens=max_new, **{**TINY, "n_heldout": 37, "steps": 1, "warm_steps": 0})
-    task = T.make_task(cfg)
+    task = registry.make_task(cfg)
     held, rest = task.prompts("heldout"), task.prompts("train")
     decode = T.decode_operands if name == "addition" else scratchpad.decode_operands
     code = lambda p: decode(p)[0] * (n_all // (100 if name == "addition" else 1000)) + decode(p)[1]  # noqa: E731

@@ -11,9 +11,11 @@ from course_lib import advantages, losses
 from course_lib.metrics import METRICS
 from course_lib.rl import ToyConfig, load_histories, make_config, save_histories, train, trainer
 from course_lib.rl.policy import Rollout
+from course_lib.rl import progress
 from course_lib.toy.policy import sample
-from course_lib.toy.task import AdditionTask, to_text
-from course_lib.rl.trainer import loss_knobs, warm_start
+from course_lib.toy.task import EOS, PAD, AdditionTask, to_text
+from course_lib.rl.trainer import loss_knobs
+from course_lib.toy.warm_start import warm_start
 
 TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
                  warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,
@@ -132,7 +134,8 @@ def test_entropy_at_temperature_one_is_the_policys_own_whatever_the_sampling_tem
         model.head.weight.mul_(20.0)
     prompts = AdditionTask(n_heldout=64).prompts("heldout")[:16].repeat_interleave(4, dim=0)
     roll = sample(model, prompts, TINY.max_new_tokens, generator=torch.Generator().manual_seed(1))
-    batch = trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64))
+    batch = trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64), model.eos_id,
+                          model.pad_id)
     got = {}
     for temp in (1.0, 0.4):
         cfg = replace(TINY, prompts_per_step=16, temperature=temp)
@@ -155,14 +158,15 @@ def test_dynamic_sampling_filter_keeps_the_first_groups_with_signal():
                              mask=torch.ones(6, 1, dtype=torch.bool),
                              rollout_logp=-ids(6, 10 * k).float(), steps=1))
         rews.append(torch.tensor(r))
-    b = trainer.select_groups(rolls, rews, P, G, filter_signal=True)
+    b = trainer.select_groups(rolls, rews, P, G, filter_signal=True, eos_id=EOS, pad_id=PAD)
     # signal groups: round 0 group 1 (rows 2, 3); round 1 groups 0 and 2 (rows 10, 11, 14, 15)
     assert b.prompts[:, 0].tolist() == [2, 3, 10, 11, 14, 15]
     assert b.responses[:, 0].tolist() == [102, 103, 110, 111, 114, 115]
     assert b.rewards.tolist() == [0., 1., 1., 0., 0., 1.]
-    b = trainer.select_groups(rolls, rews, P, G, filter_signal=False)
+    b = trainer.select_groups(rolls, rews, P, G, filter_signal=False, eos_id=EOS, pad_id=PAD)
     assert b.prompts[:, 0].tolist() == [0, 1, 2, 3, 4, 5]                       # unfiltered: the first P
-    assert trainer.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True) is None
+    assert trainer.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True, eos_id=EOS,
+                                  pad_id=PAD) is None
 
 
 @pytest.mark.parametrize("dynamic, verifier, bonus", [(False, "exact", 0.0), (True, "exact", 0.0),
@@ -377,8 +381,8 @@ def test_notebook_progress_line_is_updated_in_place_and_ends_in_its_final_state(
         return handles[-1]
 
     monkeypatch.setattr(IPython.display, "display", display)
-    monkeypatch.setattr(trainer, "_in_notebook", lambda: True)
-    bar = trainer.progress_bar(5, "run")
+    monkeypatch.setattr(progress, "_in_notebook", lambda: True)
+    bar = progress.progress_bar(5, "run")
     for _ in range(5):
         bar.update(1)
     bar.set_postfix_str("held-out acc 0.500")

@@ -34,6 +34,11 @@ class ChatPolicy(Policy):
         # GBs of blocks whose gaps would pile up; the toy's steps free little and would only run slower
         self.returns_freed_memory = True
 
+    @classmethod
+    def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "ChatPolicy":
+        """The pretrained model, loaded on ``device`` (its task and sizes are its own)."""
+        return build_policy(dtype, device)
+
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:
         """The learner's forward: ``prompts`` ``[B, Lp]`` (left-padded) and ``continuation`` ``[B, T - 1]`` (the
         responses without their last token) -> float32 logits ``[B, T, V]``, position t predicting response
@@ -92,6 +97,14 @@ class PretrainedReference:
 
     def release(self) -> None:
         self.policy = None
+
+    def state_dict(self) -> dict:
+        """Nothing for a checkpoint to keep: the pretrained weights are reloaded from the built folder."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state:
+            raise ValueError(f"the pretrained reference reloads its weights; got a state of {len(state)} tensors")
 
 
 def build_policy(dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> ChatPolicy:

@@ -4,10 +4,12 @@
                      plug-ins by name) and the named sizes, toy and real
 - ``trainer``        ``train(config) -> History``: the loop and the steps that call the others; it calls
                      course_lib's losses, advantages, aggregation, kl, corrections and rewards and re-implements none
-- ``policy``         the seam: ``Policy`` (what the trainer reads from a policy, each hook with its default),
-                     ``Rollout``, the forward's precision, the learner's log-probs
-- ``model``          the policy a config names (the toy's ``TinyGPT`` or the real model's ``lm.policy.ChatPolicy``)
-                     and the held-out accuracy
+- ``policy``         the seam, policy side: ``Policy`` (what the trainer reads from a policy, each hook with
+                     its default), ``Rollout``, the forward's precision, the learner's log-probs
+- ``task``           the seam, task side: ``Task``
+- ``registry``       the policies and tasks by name (``POLICIES``, ``TASKS``), imported on first use
+- ``model``          the policy a config names, built for it, and the held-out accuracy
+- ``progress``       the progress bar (one line updated in place in a notebook)
 - ``rollout``        the sampled batch, shaped rewards, the group filter, sampling metrics
 - ``loss_step``      the loss a config names, the batch's constants before it (targets), ``policy_loss``
 - ``samplers``, ``schedule``, ``device``, ``history``   the mismatched sampler, the lr, device helpers, ``History``
@@ -15,9 +17,10 @@
 - ``split``          every aggregation under micro-batches and data-parallel ranks (the exact per-piece normaliser)
 - ``data_parallel``, ``distributed``   the trainer's ranks, and the split run on torch.distributed (chapter 10)
 
-The plug-ins sit beside this package and import nothing from it but the seam, ``rl.policy``: policies
-(``toy.policy.TinyGPT``, ``lm.policy.ChatPolicy``) subclass its ``Policy``; tasks (``toy.task``,
-``toy.scratchpad``, ``lm.task``). The toy's studies (``toy.experiments``, ``toy.curves``, ...) run this trainer.
+This package imports nothing from the plug-ins beside it, which import its seam: the policies
+(``toy.policy.TinyGPT``, ``lm.policy.ChatPolicy``) subclass its ``Policy``, the tasks (``toy.task``,
+``toy.scratchpad``, ``lm.task``) give what ``Task`` names, and ``registry`` finds both by name. The toy's studies
+(``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
 import importlib
 
@@ -25,7 +28,7 @@ import importlib
 # plug-in can import the seam (``rl.policy``) while the trainer, which imports the plug-ins, is not yet loaded
 EXPORTS = {"SIZES": "config", "ToyConfig": "config", "make_config": "config", "History": "history",
            "load_histories": "history", "save_histories": "history", "Policy": "policy", "Rollout": "policy",
-           "train": "trainer"}
+           "Task": "task", "register_policy": "registry", "register_task": "registry", "train": "trainer"}
 __all__ = list(EXPORTS)
 
 

@@ -43,9 +43,8 @@ def check_checkpoint(ckpt: Checkpoint | None, cfg: ToyConfig) -> None:
 def save_checkpoint(ckpt: Checkpoint, *, step: int, hist: History, model, ref_model, opt, schedule, samplers,
                     drawn: int, gens: dict[str, torch.Generator]) -> None:
     """Write the state after ``step`` (to a temporary file first, so an interruption leaves the last one whole)."""
-    ref = ref_model.state_dict() if isinstance(ref_model, torch.nn.Module) else None
     state = {"step": step, "config": hist.config, "rows": hist.rows, "warm_start_s": hist.warm_start_s,
-             "model": model.state_dict(), "ref": ref, "opt": opt.state_dict(), "schedule_done": schedule.done,
+             "model": model.state_dict(), "ref": ref_model.state_dict(), "opt": opt.state_dict(), "schedule_done": schedule.done,
              "snapshots": list(samplers.snapshots), "drawn": drawn,
              "gens": {k: g.get_state() for k, g in gens.items()}}
     path = Path(ckpt.path)
@@ -68,7 +67,7 @@ def restore_checkpoint(ckpt: Checkpoint, cfg: ToyConfig, *, model, ref_model, op
         raise ValueError(f"the checkpoint {str(path)!r} was written by another config: "
                          + ", ".join(f"{k} {state['config'].get(k)!r} there, {want.get(k)!r} here" for k in differ))
     model.load_state_dict(state["model"])
-    if state["ref"] is not None:
+    if state["ref"] is not None:                       # None: a file written before pi_ref saved its own
         ref_model.load_state_dict(state["ref"])
     opt.load_state_dict(state["opt"])
     schedule.done = state["schedule_done"]

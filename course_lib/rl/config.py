@@ -11,16 +11,13 @@ from typing import Callable
 
 import torch
 
+from .registry import make_task, policy_class
+
 # estimators whose statistics span the whole batch (REINFORCE++'s whitening, GPG's alpha): a rank of a
 # data-parallel run computes them on every rank's rewards (data_parallel.whole_batch), as std_scope="batch"
 BATCH_WIDE_ESTIMATORS = ("reinforce_pp", "reinforce_pp_baseline", "gpg")
 
-# the policies a config can name: the toy's TinyGPT, or the real chat model (lm.policy.ChatPolicy), which
-# trains on its own task ("chat_addition") and skips the toy's warm start
-POLICIES = ("tiny_gpt", "smollm2")
-
 CHOICES = {
-    "policy": POLICIES,
     "adv_estimator": ("grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "remax", "opo", "passk", "gpg"),
     "kl_estimator": ("k1", "k2", "k3"),
     "mismatch": ("none", "noise", "bf16", "stale"),
@@ -38,10 +35,10 @@ CHOICES = {
 @dataclass(frozen=True)
 class ToyConfig:
     # --- run ---------------------------------------------------------------------------------
-    task: str = "addition"             # a name in task.TASKS: "addition" ("ab+cd=" -> the sum),
+    task: str = "addition"             # a name in registry.TASKS: "addition" ("ab+cd=" -> the sum),
                                        # "scratchpad" (three digits, worked out column by column:
-                                       # toy.scratchpad), or one added with task.register_task
-    policy: str = "tiny_gpt"           # a name in POLICIES: the toy's TinyGPT (sized by the fields below,
+                                       # toy.scratchpad), or one added with registry.register_task
+    policy: str = "tiny_gpt"           # a name in registry.POLICIES: the toy's TinyGPT (sized by the fields below,
                                        # warm-started), or "smollm2", the real chat model (task "chat_addition")
     seed: int = 0                      # RL seed: prompt order, sampling, minibatch order
     steps: int = 300                   # RL steps (one rollout batch each)
@@ -151,11 +148,11 @@ class ToyConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        from ..toy.task import make_task
+        policy_class(self.policy)                              # ValueError for an unknown policy, naming the known
         task = make_task(self)                                 # ValueError for an unknown task
         verifiers = task.verifiers
-        if getattr(task, "policy", "tiny_gpt") != self.policy:
-            raise ValueError(f"the {self.task!r} task's token ids are the {getattr(task, 'policy', 'tiny_gpt')!r} "
+        if task.policy != self.policy:
+            raise ValueError(f"the {self.task!r} task's token ids are the {task.policy!r} "
                              f"policy's, got policy={self.policy!r}")
         if self.verifier not in verifiers:
             raise ValueError(f"verifier must be one of the {self.task!r} task's verifiers {tuple(verifiers)}, "

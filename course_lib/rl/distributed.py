@@ -23,8 +23,7 @@ from . import split as S
 from ..losses import resolve_loss
 from ..ranks import run_ranks
 from . import trainer
-from ..toy.policy import sample
-from ..toy.task import make_task
+from .registry import make_task
 
 FEATURES, VOCAB = 6, 5        # the logit model: W [VOCAB, FEATURES]
 
@@ -196,7 +195,8 @@ def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
     b = payload["batch"]
     n = len(b.rewards) // world_size
     rows = slice(rank * n, (rank + 1) * n)
-    share = trainer.Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows])
+    share = trainer.Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows],
+                          b.eos_id, b.pad_id)
     out = []
     for cfg in payload["configs"]:
         local = _replace(cfg, prompts_per_step=cfg.prompts_per_step // world_size, world_size=1)
@@ -227,9 +227,10 @@ def toy_batch(cfg, seed: int = 0):
            for k, v in model.state_dict().items()}
     P, G = cfg.prompts_per_step, cfg.group_size
     prompts = make_task(cfg).prompts("heldout")[:P].repeat_interleave(G, dim=0)           # [B, Lp]
-    roll = sample(model, prompts, cfg.max_new_tokens, generator=torch.Generator().manual_seed(seed + 2))
+    roll = model.rollout(prompts, cfg.max_new_tokens, generator=torch.Generator().manual_seed(seed + 2))
     noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(seed + 3))
     rewards = torch.randint(0, 2, (P * G,), generator=torch.Generator().manual_seed(seed + 4)).float()
     rewards[:G] = 0.0                                                                     # no signal
-    batch = trainer.Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards)
+    batch = trainer.Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards,
+                          model.eos_id, model.pad_id)
     return model.state_dict(), ref, batch

@@ -20,7 +20,7 @@ from .data_parallel import DataParallel, whole_batch
 from .device import stop_check_every
 from .policy import Policy, compute_precision, response_logits, token_logp
 from .rollout import Batch, shaped_rewards
-from ..toy.task import make_task
+from .registry import make_task
 
 
 KNOB_FIELDS = ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg", "agg")

@@ -41,9 +41,26 @@ class Policy(nn.Module):
         """Model FLOPs per token at a context length, forward only or with the backward."""
         raise NotImplementedError(f"{type(self).__name__} must implement flops_per_token")
 
+    @classmethod
+    def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "Policy":
+        """The policy a run config asks for (its task, sizes), on ``device``, before any training."""
+        raise NotImplementedError(f"{cls.__name__} must implement for_config")
+
+    @classmethod
+    def initial(cls, cfg, device: torch.device, dtype: torch.dtype = torch.float32, *,
+                progress: bool = False) -> tuple["Policy", dict, float]:
+        """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it); by default
+        ``for_config``'s as it is (a pretrained model). A policy that needs a warm start runs it here."""
+        import time
+        t0 = time.perf_counter()
+        policy = cls.for_config(cfg, dtype, device)
+        return policy, policy.state_dict(), time.perf_counter() - t0
+
     def reference(self) -> nn.Module:
         """pi_ref, frozen at the policy's starting weights; by default a copy kept in memory. A policy may offer
-        something lighter (the real model reloads its pretrained weights when a step needs them)."""
+        something lighter (the real model reloads its pretrained weights when a step needs them): whatever it
+        returns is called as the policy is and has ``release()``, and ``state_dict()`` / ``load_state_dict()`` for
+        a checkpoint (empty where the weights are reloaded from elsewhere)."""
         return copy.deepcopy(self).requires_grad_(False)
 
     def release(self) -> None:

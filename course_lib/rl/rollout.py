@@ -12,19 +12,18 @@ from torch import Tensor
 
 from .. import advantages, rewards
 from .config import ToyConfig
-from ..toy.tokens import EOS, PAD
 
 
 @dataclass
 class Batch:
     """What one update learns from: whole groups of G responses, contiguous. B = n_groups * G."""
     prompts: Tensor         # [B, Lp]
-    responses: Tensor       # [B, T] PAD after EOS
+    responses: Tensor       # [B, T] the pad id after the EOS
     mask: Tensor            # [B, T] bool
     rollout_logp: Tensor    # [B, T] log-probs under the sampler (0 on padding)
     rewards: Tensor         # [B] shaped rewards (correctness + overlong penalty)
-    eos_id: int = EOS       # the policy's end and padding ids (the toy's by default)
-    pad_id: int = PAD
+    eos_id: int             # the policy's end and padding ids
+    pad_id: int
 
 
 @dataclass
@@ -57,7 +56,7 @@ def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor, formatted: T
 
 
 def select_groups(rolls: list, round_rewards: list, n_groups: int, G: int, *, filter_signal: bool,
-                  eos_id: int = EOS, pad_id: int = PAD):
+                  eos_id: int, pad_id: int):
     """The first ``n_groups`` groups of the rounds' rollouts (with ``filter_signal``: only groups
     whose rewards are not all equal, DAPO §3.2) as one Batch, or None when none is kept. ``eos_id``,
     ``pad_id``: the policy's."""

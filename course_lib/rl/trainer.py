@@ -23,7 +23,7 @@ own defaults (its aggregation, whether its advantage divides by the std) are rea
 this file contains no loss, advantage, aggregation, KL or correction formula of its own.
 
 This file holds the loop and the steps that call others (``collect``, ``learn``, ``update``,
-``split_backward``, ``warm_start``); what they call lives by topic beside it and is re-exported here:
+``split_backward``); what they call lives by topic beside it and is re-exported here:
 ``model`` (build_model, heldout_accuracy), ``rollout`` (Batch, shaped rewards, the filter, sampling
 metrics), ``loss_step`` (loss setup, targets, policy_loss), ``data_parallel``, ``samplers``,
 ``schedule`` (lr_at) and ``device``.
@@ -37,7 +37,6 @@ from typing import Callable
 
 import torch
 from torch import Tensor
-from tqdm import tqdm          # the text bar: in a notebook it writes to a display line (below)
 
 from .. import advantages, corrections, kl, losses, ratios, rewards  # noqa: F401 (re-exported)
 from ..aggregation import aggregate  # noqa: F401 (re-exported)
@@ -59,127 +58,15 @@ from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics,
 from .samplers import Samplers
 from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
 from .policy import Policy, compute_precision, full_precision, response_logits, token_logp  # noqa: F401
-from ..toy.policy import TinyGPT, sample  # noqa: F401 (re-exported)
-from ..toy.task import correctness, make_task  # noqa: F401 (re-exported)
-from ..toy.tokens import PAD
-
-
-# ----------------------------------------------------------------------------------------------
-# progress display
-# ----------------------------------------------------------------------------------------------
-class _DisplayLine:
-    """A file for tqdm that shows its latest line in one notebook output, updated in place.
-
-    The update goes through a display id, so a notebook executed by nbconvert stores the bar's
-    final state (not the 0% a widget's text fallback keeps), and no widget is needed to see it.
-    """
-
-    def __init__(self):
-        self.handle = None
-
-    def write(self, s: str) -> None:
-        line = s.replace("\n", "\r").split("\r")
-        line = next((x for x in reversed(line) if x.strip()), None)
-        if line is None:
-            return
-        from IPython.display import display
-        if self.handle is None:
-            self.handle = display({"text/plain": line}, raw=True, display_id=True)
-        else:
-            self.handle.update({"text/plain": line}, raw=True)
-
-    def flush(self) -> None:
-        pass
-
-
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-
-
-def progress_bar(total: int, desc: str, enabled: bool = True) -> tqdm:
-    """A tqdm bar: in a notebook one text line updated in place (its final state stays in the
-    stored output), in a terminal tqdm's usual bar on stderr, nothing when not ``enabled``."""
-    if not enabled:
-        return tqdm(total=total, disable=True)
-    if _in_notebook():
-        return tqdm(total=total, desc=desc, file=_DisplayLine(), ncols=96, mininterval=1.0)
-    return tqdm(total=total, desc=desc, mininterval=1.0)
-
-
-# ----------------------------------------------------------------------------------------------
-# the warm start
-# ----------------------------------------------------------------------------------------------
-_WARM_CACHE: dict = {}
-
-
-def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: bool = False,
-               dtype: torch.dtype = torch.float32) -> tuple[dict, float]:
-    """Supervised warm start on deliberately imperfect answers -> (state_dict on CPU, seconds).
-
-    Cached per process by the fields it depends on, so runs that differ only in RL knobs start
-    from the same policy and pay for it once.
-    """
-    device = device or cfg.resolved_device()
-    key = (cfg.task, cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
-           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype,
-           cfg.precision)
-    if key in _WARM_CACHE:
-        return _WARM_CACHE[key]
-    t0 = time.perf_counter()
-    torch.manual_seed(cfg.warm_seed)
-    model = build_model(cfg, dtype).to(device)
-    g = torch.Generator().manual_seed(cfg.warm_seed)
-    task = make_task(cfg)
-    train_prompts = task.prompts("train")
-    probe = train_prompts[:512].to(device)          # training prompts: the held-out set stays unseen
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
-    target = "" if cfg.warm_target is None else f" to greedy acc {cfg.warm_target}"
-    bar = progress_bar(cfg.warm_steps, f"warm start{target}", progress and cfg.warm_steps > 0)
-    for step in range(cfg.warm_steps):
-        if cfg.warm_target is not None and step % 10 == 0:
-            acc = heldout_accuracy(model, probe, cfg.max_new_tokens, cfg.precision, task.verifiers["exact"])
-            bar.set_postfix_str(f"greedy acc {acc:.3f}", refresh=False)
-            if acc >= cfg.warm_target:
-                bar.total = step                    # reached: the bar ends full, not stalled
-                break
-        for group in opt.param_groups:
-            group["lr"] = cfg.warm_lr * min(1.0, (step + 1) / 10)
-        idx = torch.randint(len(train_prompts), (cfg.warm_batch,), generator=g)
-        prompts = train_prompts[idx]
-        answers = task.warm_answers(prompts, cfg.warm_noise, g, cfg.max_new_tokens)
-        seq = to_device(torch.cat([prompts, answers], dim=1), device)          # [N, Lp + T]
-        with compute_precision(cfg.precision, device):
-            logits = full_precision(model(seq[:, :-1])[:, task.prompt_len - 1:])  # [N, T, V]
-        target_tok = seq[:, task.prompt_len:]                                     # [N, T]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 target_tok.reshape(-1), ignore_index=PAD)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        bar.update(1)
-    bar.close()
-    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-    _WARM_CACHE[key] = (state, time.perf_counter() - t0)
-    return _WARM_CACHE[key]
+from .progress import progress_bar
+from .registry import make_task, policy_class
 
 
 def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
                    progress: bool = False) -> tuple[Policy, dict, float]:
-    """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the toy's
-    TinyGPT after ``warm_start``, or the real model as pretrained (``cfg.policy``)."""
-    if cfg.policy == "tiny_gpt":
-        state, seconds = warm_start(cfg, device, progress=progress, dtype=dtype)
-        model = build_model(cfg, dtype).to(device)
-        model.load_state_dict(state)
-        return model, state, seconds
-    t0 = time.perf_counter()
-    model = build_model(cfg, dtype, device)
-    return model, model.state_dict(), time.perf_counter() - t0
+    """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the named
+    policy's ``Policy.initial`` (the toy's TinyGPT after its warm start, the real model as pretrained)."""
+    return policy_class(cfg.policy).initial(cfg, device, dtype, progress=progress)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -208,7 +208,8 @@ def _addition_only(cfg: ToyConfig, what: str) -> None:
 
 
 def _warm_policy(cfg: ToyConfig):
-    from ..rl.trainer import build_model, warm_start
+    from ..rl.model import build_model
+    from .warm_start import warm_start
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)
     model.load_state_dict(warm_start(cfg, device)[0])

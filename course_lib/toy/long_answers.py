@@ -109,7 +109,7 @@ def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64,
     config's temperature from the policy with weights ``state`` are right (the task's exact check)."""
     from ..rl.policy import compute_precision
     from .policy import sample
-    from .task import make_task
+    from ..rl.registry import make_task
     from ..rl.trainer import build_model
     cfg = replace(cfg, device="cpu")
     task = make_task(cfg)

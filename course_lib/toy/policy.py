@@ -150,6 +150,25 @@ class TinyGPT(Policy):
 
     eos_id, pad_id = EOS, PAD
 
+    @classmethod
+    def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "TinyGPT":
+        """A fresh TinyGPT of the config's shape, sized for its task (its vocabulary, its prompt plus the
+        generation budget), initialised on the CPU and moved to ``device``."""
+        from ..rl.registry import make_task
+        task = make_task(cfg)
+        return cls(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
+                   dtype=dtype, vocab_size=task.vocab_size).to(device)
+
+    @classmethod
+    def initial(cls, cfg, device: torch.device, dtype: torch.dtype = torch.float32, *,
+                progress: bool = False) -> tuple["TinyGPT", dict, float]:
+        """The policy after the toy's supervised warm start (``toy.warm_start``, cached per process)."""
+        from .warm_start import warm_start
+        state, seconds = warm_start(cfg, device, progress=progress, dtype=dtype)
+        model = cls.for_config(cfg, dtype, device)
+        model.load_state_dict(state)
+        return model, state, seconds
+
     def rollout(self, prompts: Tensor, max_new_tokens: int, **kw) -> "Rollout":
         """``sample(self, prompts, max_new_tokens, **kw)``: the ``Policy`` interface's sampling."""
         return sample(self, prompts, max_new_tokens, **kw)

@@ -192,6 +192,7 @@ class ScratchpadTask:
     split_seed: int = 4321
     style_shares: tuple = (0.25, 0.25, 0.3, 0.2)
     name: ClassVar[str] = "scratchpad"
+    policy: ClassVar[str] = "tiny_gpt"     # the token ids are the toy's
     prompt_len: ClassVar[int] = 2 * DIGITS + 2
     vocab_size: ClassVar[int] = VOCAB_SIZE
     verifiers: ClassVar[dict] = VERIFIERS

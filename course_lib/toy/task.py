@@ -9,19 +9,20 @@ EOS comes within the generation budget; anything else (a wrong number, no EOS) e
 Token ids: digits 0-9 are 0-9, then '+', '=', EOS and PAD (padding after EOS, never sampled
 inside a response's mask).
 
-The trainer reads a task through the ``Task`` interface below (``make_task(cfg)`` builds the one a
-config names), so another task with its own prompts, verifier and warm-start answers plugs into the
-same trainer, policy and sampler; EOS and PAD keep their ids in every task.
+The trainer reads a task through ``rl.task.Task`` (``rl.registry.make_task(cfg)`` builds the one a config
+names), so another task with its own prompts, verifier and warm-start answers (``warm_answers(prompts, noise,
+generator, max_len)``: supervised targets for the toy's warm start, EOS-terminated unless cut, PAD after, a share
+``noise`` of them wrong) plugs into the same trainer, policy and sampler; EOS and PAD keep their ids in every toy
+task.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Protocol
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from .scratchpad import ScratchpadTask
 from .tokens import EOS, EQUALS, PAD, PLUS, response_mask  # noqa: F401 (every task's ids, re-exported)
 
 VOCAB_SIZE = 14
@@ -105,31 +106,6 @@ def contains_sum(prompts: Tensor, responses: Tensor) -> Tensor:
 VERIFIERS = {"exact": correctness, "contains": contains_sum}
 
 
-class Task(Protocol):
-    """What the trainer needs from a task. EOS (12) and PAD (13) are the same ids in every task; a
-    task's own symbols take ids from 14 up, below ``vocab_size``.
-
-    - ``prompts(split)``: prompt tokens [N, prompt_len] of "train" or "heldout", in a fixed order;
-    - ``verifiers``: name -> (prompts [B, prompt_len], responses [B, T], PAD after EOS) -> 0/1 [B];
-      "exact" is the reward and the accuracy the trainer reports, ``ToyConfig.verifier`` picks the
-      one that pays the reward;
-    - ``warm_answers(prompts, noise, generator, max_len)``: supervised warm-start targets [N, max_len],
-      EOS-terminated unless cut by max_len, PAD after, a share ``noise`` of them wrong;
-    - ``to_text(tokens)``: a readable string.
-    """
-    name: str
-    prompt_len: int
-    vocab_size: int
-    verifiers: dict[str, Callable[[Tensor, Tensor], Tensor]]
-
-    def prompts(self, split: str = "train") -> Tensor: ...
-
-    def warm_answers(self, prompts: Tensor, noise: float, generator: torch.Generator,
-                     max_len: int) -> Tensor: ...
-
-    def to_text(self, tokens) -> str: ...
-
-
 @dataclass(frozen=True)
 class AdditionTask:
     """All 10 000 prompts "ab+cd=", split once into training and held-out prompts.
@@ -140,6 +116,7 @@ class AdditionTask:
     n_heldout: int = 500
     split_seed: int = 1234
     name: ClassVar[str] = "addition"
+    policy: ClassVar[str] = "tiny_gpt"     # the token ids are the toy's
     prompt_len: ClassVar[int] = PROMPT_LEN
     vocab_size: ClassVar[int] = VOCAB_SIZE
     verifiers: ClassVar[dict] = VERIFIERS
@@ -168,32 +145,6 @@ class AdditionTask:
     @staticmethod
     def to_text(tokens) -> str:
         return to_text(tokens)
-
-
-def _chat_task(n_heldout: int) -> Task:
-    from ..lm.task import chat_task
-    return chat_task(n_heldout)
-
-
-# name -> factory(n_heldout) -> Task; ToyConfig.task names one. "chat_addition" is the real model's task
-# (lm.task.ChatTask: its n_heldout counts held-out pairs, each in three wordings)
-TASKS: dict[str, Callable[[int], Task]] = {"addition": lambda n_heldout: AdditionTask(n_heldout=n_heldout),
-                                           "scratchpad": lambda n_heldout: ScratchpadTask(n_heldout=n_heldout),
-                                           "chat_addition": _chat_task}
-
-
-def register_task(name: str, factory: Callable[[int], Task]) -> None:
-    """Make ``ToyConfig(task=name)`` build its task with ``factory(n_heldout)``."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    TASKS[name] = factory
-
-
-def make_task(cfg) -> Task:
-    """The task a config names (``cfg.task``), with its held-out size (``cfg.n_heldout``)."""
-    if cfg.task not in TASKS:
-        raise ValueError(f"task must be one of {sorted(TASKS)}, got {cfg.task!r}")
-    return TASKS[cfg.task](cfg.n_heldout)
 
 
 def imperfect_answers(prompts: Tensor, noise: float, generator: torch.Generator,

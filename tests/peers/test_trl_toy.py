@@ -26,9 +26,10 @@ from conftest import REASON, write_record
 pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages                                            # noqa: E402
 from course_lib.rl.config import make_config                               # noqa: E402
-from course_lib.toy.task import PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
+from course_lib.toy.task import EOS, PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
 from course_lib.rl.trainer import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
-                                   targets, warm_start)
+                                   targets)
+from course_lib.toy.warm_start import warm_start                                  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("trl_toy",
                                               Path(__file__).resolve().parents[2] / "benchmarks" / "trl_toy.py")
@@ -52,7 +53,7 @@ def prepared_batch(cfg) -> Batch:
     mask = response_mask(responses)
     rewards = correctness(prompts, responses)
     assert 0 < rewards.mean() < 1 and advantages.signal_groups(rewards, G).sum() >= P // 2
-    return Batch(prompts, responses, mask, torch.zeros(mask.shape), rewards)
+    return Batch(prompts, responses, mask, torch.zeros(mask.shape), rewards, EOS, PAD)
 
 
 def course_first_step(cfg, state, batch, adv=None, bug=None):
