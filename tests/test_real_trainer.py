@@ -210,6 +210,54 @@ def test_the_real_policy_and_its_reference_load_on_the_runs_device(monkeypatch):
     assert asked[1:] == [torch.device("meta")]
 
 
+def test_a_reply_cut_at_the_budget_is_marked_truncated_and_one_that_ends_is_not(policy, task):
+    """``ChatLM.sample``'s ``truncated`` (what the held-out "replies cut at the budget" share reads) is exactly
+    "no EOS within the budget", also on the last step; and ``collect`` reads the same from the policy's ids."""
+    prompts = task.prompts("train")[:8].repeat_interleave(2, dim=0)
+    seen = set()
+    for budget in (3, 48):                     # every reply is cut at 3 tokens; about half end within 48
+        roll = policy.chat.sample(lm.prompt_rows(prompts), max_new_tokens=budget, seed=budget, share_prompts=True)
+        ended = [policy.eos_id in r[:n] for r, n in zip(roll.response.tolist(), roll.lengths.tolist())]
+        assert roll.truncated.tolist() == [not e for e in ended], (budget, roll.lengths.tolist())
+        assert all(n == budget for n, e in zip(roll.lengths.tolist(), ended) if not e)
+        seen |= set(ended)
+    assert seen == {True, False}, "both a reply that ends and one that is cut"
+    cfg = replace(make_config("real", device="cpu"), prompts_per_step=2, group_size=2, max_new_tokens=6,
+                  micro_batches=1)
+    got = trainer.collect(cfg, policy, task.prompts("train"), torch.Generator().manual_seed(0),
+                          torch.Generator().manual_seed(1), lambda ctx: 0.0)
+    b = got.batch
+    assert (b.eos_id, b.pad_id) == (policy.eos_id, policy.pad_id) == (2, 2)      # the model's ids, not the toy's
+    no_eos = [policy.eos_id not in r[:int(n)] for r, n in zip(b.responses.tolist(), b.mask.sum(1))]
+    assert got.truncated.tolist() == no_eos and got.lengths.tolist() == b.mask.sum(1).tolist()
+
+
+def test_the_real_models_flops_per_token_count_every_matrix_product_with_the_tied_head(policy):
+    """2 N + 2 d_model V + 4 n_layer d_model context a token forward, three times that with the backward (N: the
+    parameters outside the embedding, counted here from the model's config, not from its modules)."""
+    c = policy.net.config
+    D, I, L, V = c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.vocab_size
+    kv = c.num_key_value_heads * (D // c.num_attention_heads)
+    n = L * (2 * D * D + 2 * D * kv + 3 * D * I + 2 * D) + D                  # attention, MLP, 2 norms; final norm
+    assert n == 106_203_456
+    for ctx in (1, 100):
+        fwd = 2 * n + 2 * D * V + 4 * L * D * ctx
+        assert policy.flops_per_token(ctx, backward=False) == fwd and policy.flops_per_token(ctx) == 3 * fwd
+
+
+def test_a_greedy_rollout_takes_the_most_probable_token_whatever_the_generator(policy, task):
+    """Each token of a greedy reply is (within float rounding between the cached and the full forward) the
+    largest logit of the learner's forward at its position, and two generators give the same replies."""
+    prompts = task.prompts("heldout")[:3]
+    a, b = (policy.rollout(prompts, 10, greedy=True, generator=torch.Generator().manual_seed(s)) for s in (1, 2))
+    assert torch.equal(a.responses, b.responses)
+    with torch.no_grad():
+        logits = policy(prompts, continuation=a.responses[:, :-1])                          # [B, T, V]
+    chosen = logits.gather(2, a.responses[..., None])[..., 0]                              # [B, T]
+    gap = (logits.max(dim=2).values - chosen)[a.mask]
+    assert float(gap.max()) < 1e-3, f"a greedy token {float(gap.max()):.3g} below the best logit"
+
+
 def test_a_budget_beyond_the_context_is_an_error(policy, task):
     with pytest.raises(ValueError, match="longer than the model's context of 8192"):
         policy.rollout(task.prompts("train")[:1], 8192)
