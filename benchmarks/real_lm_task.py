@@ -65,7 +65,7 @@ def summary(g: dict, group_size: int) -> dict:
 
 
 def environment() -> dict:
-    """The machine a record was made on: its float path (``lm_runs.float_path``, which ``same_float_path``
+    """The machine a record was made on: its float path (``lm.runs.float_path``, which ``same_float_path``
     compares), cores and threads, Python and the date."""
     return {**float_path(), "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

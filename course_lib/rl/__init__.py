@@ -22,17 +22,12 @@ This package imports nothing from the plug-ins beside it, which import its seam:
 ``toy.scratchpad``, ``lm.task``) give what ``Task`` names, and ``registry`` finds both by name. The toy's studies
 (``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
-import importlib
+from .config import SIZES, ToyConfig, make_config
+from .history import History, load_histories, save_histories
+from .policy import Policy, Rollout
+from .registry import register_policy, register_task
+from .task import Task
+from .trainer import train
 
-# what ``from course_lib.rl import X`` gives, and the module each comes from: loaded on first use, so that a
-# plug-in can import the seam (``rl.policy``) while the trainer, which imports the plug-ins, is not yet loaded
-EXPORTS = {"SIZES": "config", "ToyConfig": "config", "make_config": "config", "History": "history",
-           "load_histories": "history", "save_histories": "history", "Policy": "policy", "Rollout": "policy",
-           "Task": "task", "register_policy": "registry", "register_task": "registry", "train": "trainer"}
-__all__ = list(EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{EXPORTS[name]}"), name)
+__all__ = ["SIZES", "ToyConfig", "make_config", "History", "load_histories", "save_histories", "Policy", "Rollout",
+           "Task", "register_policy", "register_task", "train"]

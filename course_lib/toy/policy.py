@@ -19,7 +19,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..rl.policy import Policy, Rollout, full_precision
+from ..rl.registry import make_task
 from .task import EOS, PAD, VOCAB_SIZE
+from .warm_start import warm_start
 
 
 class Block(nn.Module):
@@ -154,7 +156,6 @@ class TinyGPT(Policy):
     def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "TinyGPT":
         """A fresh TinyGPT of the config's shape, sized for its task (its vocabulary, its prompt plus the
         generation budget), initialised on the CPU and moved to ``device``."""
-        from ..rl.registry import make_task
         task = make_task(cfg)
         return cls(cfg.n_layer, cfg.d_model, cfg.n_head, block_size=task.prompt_len + cfg.max_new_tokens,
                    dtype=dtype, vocab_size=task.vocab_size).to(device)
@@ -163,7 +164,6 @@ class TinyGPT(Policy):
     def initial(cls, cfg, device: torch.device, dtype: torch.dtype = torch.float32, *,
                 progress: bool = False) -> tuple["TinyGPT", dict, float]:
         """The policy after the toy's supervised warm start (``toy.warm_start``, cached per process)."""
-        from .warm_start import warm_start
         state, seconds = warm_start(cfg, device, progress=progress, dtype=dtype)
         model = cls.for_config(cfg, dtype, device)
         model.load_state_dict(state)
