@@ -278,7 +278,7 @@ def _count_forwards(model):
 def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(overrides):
     """One optimiser step, pi_old from the learner: the loss forward's own log-probs, detached, are
     pi_old (no second forward), and the update, loss and metrics are those of the separate forward.
-    In micro-batches each piece's forward fills its own rows' targets (``PieceTargets``)."""
+    In micro-batches each piece's forward fills its own rows' targets (``BatchTargets`` in its "pieces" mode)."""
     got = {}
     for mode in ("auto", "separate"):
         cfg = replace(BASE, old_logp_source="learner", old_logp_forward=mode, **overrides)

@@ -6,6 +6,7 @@ the entropy bonus). Every formula comes from course_lib's kernels; ``trainer.upd
 from __future__ import annotations
 
 import inspect
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -17,7 +18,7 @@ from ..aggregation import aggregate
 from ..masking import masked_mean
 from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
 from .data_parallel import DataParallel, whole_batch
-from .device import stop_check_every
+from .device import _sync, stop_check_every
 from .policy import Policy, compute_precision, response_logits, token_logp
 from .rollout import Batch, shaped_rewards
 from .registry import make_task
@@ -196,53 +197,86 @@ def target_metrics(batch: Batch, adv_tok: Tensor, recomputed: Tensor, entropy: T
     return metrics
 
 
-class PieceTargets:
-    """The targets of a batch learned in micro-batches with pi_old from each micro-batch's own loss forward
-    (``reuses_loss_forward`` with ``micro_batches`` > 1): the advantages are fixed first; ``fill`` takes a
-    micro-batch's learner log-probs, detached, and writes its rows' pi_old, pi_ref, correction weights and
-    monitors; ``metrics`` reads the monitors once every row is filled. ``targets`` of the whole batch would
-    give the same numbers up to float rounding, with one more forward."""
+class BatchTargets:
+    """The constants of a batch's loss and their monitors, as one object however pi_old is found.
 
-    def __init__(self, cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
-                 with_ref: bool):
-        self.cfg, self.model, self.ref_model, self.batch, self.with_ref = cfg, model, ref_model, batch, with_ref
-        mask = batch.mask
+    Each loss forward asks ``for_rows(rows, logp, logp_all)`` with its rows' learner log-probs, detached, and
+    gets the batch's ``Targets``. Which forward gives pi_old is fixed when the object is made:
+    - ``"ahead"``: a forward without gradient before the update (``targets``), the log-probs asked with
+      ignored. Used with several optimiser steps per batch, with pi_old from the sampler, on ranks, and
+      with micro-batches when the reference runs too.
+    - ``"whole"``: one optimiser step on the whole batch (``reuses_loss_forward``): the first ask, on every
+      row in any order, computes the targets from its log-probs (put back in batch order).
+    - ``"pieces"``: the same with ``micro_batches`` > 1 and no reference forward: the advantages are fixed
+      first, and each ask writes its rows' pi_old, correction weights and monitors; ``targets`` of the whole
+      batch would give the same numbers up to float rounding, with one more forward.
+    ``seconds``: the time spent in it; ``separate_forward``: whether pi_old cost a forward of its own;
+    ``metrics()``: the monitors once every row is asked for."""
+
+    def __init__(self, cfg: RunConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
+                 with_ref: bool, dp: DataParallel | None = None):
+        self.cfg, self.setup, self.model, self.ref_model, self.batch = cfg, setup, model, ref_model, batch
+        self.with_ref, self.dp, self.seconds = with_ref, dp, 0.0
+        fused = reuses_loss_forward(cfg) and dp is None
+        self.mode = ("pieces" if fused and cfg.micro_batches > 1 and not with_ref
+                     else "whole" if fused and cfg.micro_batches == 1 else "ahead")
+        self.separate_forward = self.mode == "ahead"
+        self._targets, self._metrics = None, None
+        if self.mode == "ahead":
+            self._compute()
+        elif self.mode == "pieces":
+            self._start_pieces()
+
+    def for_rows(self, rows: Tensor, logp: Tensor, logp_all: Tensor) -> Targets:
+        """The batch's Targets, given the rows ``rows`` [b] of this loss forward and their log-probs [b, T],
+        [b, T, V], detached."""
+        if self.mode == "whole" and self._targets is None:
+            inv = torch.empty_like(rows)                   # the whole batch, permuted: back to batch order
+            inv[rows] = torch.arange(len(rows), device=rows.device)
+            self._compute((logp[inv], logp_all[inv]))
+        elif self.mode == "pieces":
+            self._fill(rows, logp, logp_all)
+        return self._targets
+
+    def metrics(self) -> dict:
+        if self.mode != "pieces":
+            return self._metrics
+        v, mask = self.values, self.batch.mask
+        adv_tok = self.adv[:, None].expand_as(mask) if self.adv.dim() == 1 else self.adv
+        return target_metrics(self.batch, adv_tok, v["old_logp"], v["entropy"], v["entropy_t1"],
+                              v.get("is_weight"), v.get("kl_ref"))
+
+    def _compute(self, learner: tuple[Tensor, Tensor] | None = None) -> None:
+        device = self.batch.mask.device
+        _sync(device); t0 = time.perf_counter()
+        self._targets, self._metrics = targets(self.cfg, self.setup, self.model, self.ref_model, self.batch,
+                                               with_ref=self.with_ref, learner=learner, dp=self.dp)
+        self.ref_model.release()                 # pi_ref's log-probs are in the targets: a reloadable one goes
+        _sync(device); self.seconds += time.perf_counter() - t0
+
+    def _start_pieces(self) -> None:
+        cfg, batch, mask = self.cfg, self.batch, self.batch.mask
         dtype = batch.rollout_logp.dtype
         with torch.no_grad():
-            self.adv = advantages_of(cfg, setup, model, batch, batch.rewards.to(dtype))   # [B] or [B, T]
+            self.adv = advantages_of(cfg, self.setup, self.model, batch, batch.rewards.to(dtype))   # [B] or [B, T]
         zeros = lambda: torch.zeros(mask.shape, dtype=dtype, device=mask.device)     # noqa: E731
         self.values = {name: zeros() for name in ("old_logp", "entropy", "entropy_t1")}
-        if with_ref:
-            self.values.update(ref_logp=zeros(), kl_ref=zeros())
         if cfg.correction != "none":
             self.values["is_weight"] = zeros()
-        self.targets = Targets(self.adv, self.values["old_logp"], self.values.get("ref_logp"),
-                               self.values.get("is_weight"))
-        self.seconds = 0.0
+        self._targets = Targets(self.adv, self.values["old_logp"], None, self.values.get("is_weight"))
 
     @torch.no_grad()
-    def fill(self, rows: Tensor, logp: Tensor, logp_all: Tensor) -> Targets:
-        """Write the rows' targets from their loss forward's (logp, logp_all), detached -> the batch's Targets."""
-        import time
+    def _fill(self, rows: Tensor, logp: Tensor, logp_all: Tensor) -> None:
         t0 = time.perf_counter()
         cfg, v = self.cfg, self.values
-        recomputed, entropy, entropy_t1, ref_logp, kl_ref = token_stats(
-            cfg, self.model, self.ref_model, self.batch, rows, self.with_ref, (logp, logp_all))
+        recomputed, entropy, entropy_t1, _, _ = token_stats(cfg, self.model, self.ref_model, self.batch, rows,
+                                                            False, (logp, logp_all))
         v["old_logp"][rows], v["entropy"][rows], v["entropy_t1"][rows] = recomputed, entropy, entropy_t1
-        if self.with_ref:
-            v["ref_logp"][rows], v["kl_ref"][rows] = ref_logp, kl_ref
         if "is_weight" in v:
             v["is_weight"][rows] = corrections.correction_weights(
                 cfg.correction, recomputed, self.batch.rollout_logp[rows], self.batch.mask[rows],
                 cfg.correction_cap, cfg.correction_level)
         self.seconds += time.perf_counter() - t0
-        return self.targets
-
-    def metrics(self) -> dict:
-        v, mask = self.values, self.batch.mask
-        adv_tok = self.adv[:, None].expand_as(mask) if self.adv.dim() == 1 else self.adv
-        return target_metrics(self.batch, adv_tok, v["old_logp"], v["entropy"], v["entropy_t1"],
-                              v.get("is_weight"), v.get("kl_ref"))
 
 
 def token_stats(cfg: ToyConfig, model: Policy, ref_model: Policy, batch: Batch, rows: slice, with_ref: bool,

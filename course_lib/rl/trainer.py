@@ -49,8 +49,8 @@ from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_sh
                             this_rank, token_means_over_ranks, wrap)
 from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device  # noqa: F401
 from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, LossSetup, Targets, advantages_of,  # noqa: F401
-                        PieceTargets, learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
+from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, BatchTargets, LossSetup, Targets, advantages_of,  # noqa: F401
+                        learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
                         remax_baseline, reuses_loss_forward, targets)
 from .model import build_model, heldout_accuracy
 from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
@@ -112,13 +112,12 @@ def collect(cfg: ToyConfig, sampler: Policy, train_prompts: Tensor, gen: torch.G
 # ----------------------------------------------------------------------------------------------
 # 2. the update (the loss and its constants: loss_step.py)
 # ----------------------------------------------------------------------------------------------
-def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, tg: Targets | PieceTargets,
+def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, tg: BatchTargets,
                    rows: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
     of a data-parallel run): each piece's loss times ``split.piece_scale`` (its count over the
     minibatch's, all-reduced over ranks, times R), so the accumulated gradient, after DDP's average,
-    is the whole minibatch's. ``tg``: the batch's Targets, or ``PieceTargets`` filled by each piece's own
-    loss forward (pi_old without a forward of its own). Returns what ``policy_loss`` returns for the minibatch: the losses as
+    is the whole minibatch's. ``tg``: the batch's targets, asked by each piece's loss forward. Returns what ``policy_loss`` returns for the minibatch: the losses as
     this rank's scaled sum (their mean over ranks is the minibatch's loss), the other stats weighted
     by each piece's share of the tokens."""
     from . import split as S
@@ -135,8 +134,9 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch
         with contextlib.nullcontext() if dp is None or last else dp.ddp.no_sync():   # DDP syncs the last
             logp, logp_all = learner_logp(net, batch.prompts[piece], batch.responses[piece], cfg.temperature,
                                           cfg.precision)                           # [b_j, T]
-            piece_tg = tg.fill(piece, logp.detach(), logp_all.detach()) if isinstance(tg, PieceTargets) else tg
-            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, piece_tg, piece, logp_all)
+            total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch,
+                                                         tg.for_rows(piece, logp.detach(), logp_all.detach()),
+                                                         piece, logp_all)
             m = loss_mask(cfg, batch, piece)
             scale = S.piece_scale(m, setup.agg, counts, R)
             (total * scale).backward()
@@ -155,16 +155,15 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch
     return out.pop("loss/total"), out.pop("loss/policy"), kl, out
 
 
-def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, tg: Targets | Callable,
+def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, tg: BatchTargets,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
            after_step: Callable[[], None] = lambda: None, dp: DataParallel | None = None) -> dict:
     """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
     where computed on the device).
 
-    ``tg``: the batch's Targets, or (one optimiser step, ``reuses_loss_forward``) a function
-    (logp, logp_all) of the whole batch, detached, in batch order -> Targets, called once on the
-    loss forward's own log-probs. With micro-batches or ``dp`` (this rank's share of a data-parallel
-    batch) each step's backward is ``split_backward``'s."""
+    ``tg``: the batch's targets (``loss_step.BatchTargets``), asked by each loss forward with its own
+    log-probs. With micro-batches or ``dp`` (this rank's share of a data-parallel batch) each step's
+    backward is ``split_backward``'s."""
     G = cfg.group_size
     n_groups = len(batch.rewards) // G
     mb_groups = max(n_groups // cfg.minibatches, 1)
@@ -184,11 +183,8 @@ def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, t
                 if cfg.micro_batches == 1 and dp is None:
                     logp, logp_all = learner_logp(model, batch.prompts[rows], batch.responses[rows],
                                                   cfg.temperature, cfg.precision)                # [b, T]
-                    if callable(tg):                 # the whole batch, permuted: back to batch order
-                        inv = torch.empty_like(rows)
-                        inv[rows] = torch.arange(len(rows), device=rows.device)
-                        tg = tg(logp.detach()[inv], logp_all.detach()[inv])
-                    total, pg_loss, kl_term, stats = policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
+                    total, pg_loss, kl_term, stats = policy_loss(
+                        cfg, setup, logp, batch, tg.for_rows(rows, logp.detach(), logp_all.detach()), rows, logp_all)
                     total.backward()
                 else:
                     total, pg_loss, kl_term, stats = split_backward(cfg, setup, model, batch, tg, rows, dp)
@@ -216,41 +212,23 @@ def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, t
 def learn(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
           *, with_ref: bool = True, dp: DataParallel | None = None) -> dict:
-    """One batch learned: ``targets`` (advantages, pi_old, pi_ref, corrections), then ``update``
-    -> the step's learning metrics, tensors among them.
+    """One batch learned: its targets (advantages, pi_old, pi_ref, corrections: ``BatchTargets``), then
+    ``update`` -> the step's learning metrics, tensors among them.
 
-    With ``reuses_loss_forward(cfg)`` there is no separate pi_old forward: ``targets`` reads the
-    loss forward's own log-probs. ``with_ref``: run the reference forward (needed by a KL term; the
-    trainer also runs it on evaluation steps and with ``monitor_kl_ref``)."""
+    With ``reuses_loss_forward(cfg)`` there is no separate pi_old forward: the targets read the loss
+    forward's own log-probs. ``with_ref``: run the reference forward (needed by a KL term; the trainer
+    also runs it on evaluation steps and with ``monitor_kl_ref``)."""
     device = batch.mask.device
-    spent = {"targets": 0.0}
-    target_metrics: dict = {}
-
-    def make_targets(logp=None, logp_all=None) -> Targets:
-        _sync(device); t = time.perf_counter()
-        tg, m = targets(cfg, setup, model, ref_model, batch, with_ref=with_ref,
-                        learner=None if logp is None else (logp, logp_all), dp=dp)
-        ref_model.release()                               # pi_ref's log-probs are in tg: a reloadable one goes
-        _sync(device); spent["targets"] = time.perf_counter() - t
-        target_metrics.update(m)
-        return tg
-    fused = reuses_loss_forward(cfg) and dp is None
     _sync(device); t0 = time.perf_counter()
-    if fused and cfg.micro_batches > 1 and not with_ref:    # each micro-batch's loss forward fills its targets
-        tg = PieceTargets(cfg, setup, model, ref_model, batch, with_ref=with_ref)
-        learned = update(cfg, setup, model, opt, batch, tg, cpu_gen, lr_for, after_step, dp)
-        spent["targets"] = tg.seconds
-        target_metrics.update(tg.metrics())
-    else:
-        learned = update(cfg, setup, model, opt, batch, make_targets if fused and cfg.micro_batches == 1
-                         else make_targets(), cpu_gen, lr_for, after_step, dp)
-    _sync(device); t_learn = time.perf_counter() - t0 - spent["targets"]
+    tg = BatchTargets(cfg, setup, model, ref_model, batch, with_ref=with_ref, dp=dp)
+    learned = update(cfg, setup, model, opt, batch, tg, cpu_gen, lr_for, after_step, dp)
+    _sync(device); t_learn = time.perf_counter() - t0 - tg.seconds
     tokens = learned.pop("learn_tokens")
     ctx = batch.prompts.shape[1] + batch.responses.shape[1]
-    passes = (0 if fused and (cfg.micro_batches == 1 or not with_ref) else 1) + int(with_ref)   # without gradient
-    target_metrics = token_means_over_ranks(target_metrics, TOKEN_MEANS, batch.mask, dp)
+    passes = int(tg.separate_forward) + int(with_ref)                                   # without gradient
+    target_metrics = token_means_over_ranks(tg.metrics(), TOKEN_MEANS, batch.mask, dp)
     return {**reduce_over_ranks({**target_metrics, **learned}, dp), "time/learn_s": t_learn,
-            "time/targets_s": spent["targets"],
+            "time/targets_s": tg.seconds,
             "speed/learn_tok_s": tokens / max(t_learn, 1e-9),
             "flops/targets": passes * len(batch.rewards) * (ctx - 1)
             * model.flops_per_token(ctx / 2, backward=False)}
