@@ -77,7 +77,7 @@ def heldout(chat: lm.ChatLM) -> dict:
 def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
     from course_lib.lm.policy import build_policy
-    from course_lib.rl.trainer import train
+    from course_lib.rl import train
     torch.set_num_threads(2)
     cfg = arm_config(arm, seed, steps)
     t0 = time.perf_counter()

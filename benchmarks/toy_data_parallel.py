@@ -31,7 +31,7 @@ def main(argv=None) -> None:
 
     from course_lib.rl.config import make_config
     from course_lib.rl.history import environment
-    from course_lib.rl.trainer import train, train_distributed
+    from course_lib.rl import train, train_distributed
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=200)

@@ -61,7 +61,7 @@ def _job(args):
     torch.set_num_threads(threads)
     from course_lib.rl.config import make_config
     from course_lib.toy.experiments import thin, to_columns
-    from course_lib.rl.trainer import train
+    from course_lib.rl import train
     comp = run_sets(long_size)[name]
     cfg = comp.configs(make_config("smoke"), seed=seed, steps=steps)[label]
     h = train(cfg, progress=False)
@@ -151,7 +151,7 @@ def main(argv=None) -> None:
     from course_lib.rl.config import make_config
     from course_lib.toy.fingerprint import fingerprint
     from course_lib.rl.history import environment
-    from course_lib.rl.trainer import config_record
+    from course_lib.rl import config_record
     device = make_config("smoke").resolved_device()          # what the runs train on
     stored = {} if a.rerun else stored_runs(a.out)
     results: dict = {n: {label: {} for label in COMPARISONS[n].variants} for n in a.only}

@@ -39,7 +39,7 @@ from course_lib.toy.experiments import error_analysis   # noqa: E402
 from course_lib.rl.policy import compute_precision             # noqa: E402
 from course_lib.toy.policy import sample                      # noqa: E402
 from course_lib.rl.registry import make_task             # noqa: E402
-from course_lib.rl.trainer import build_model, stop_check_every, train   # noqa: E402
+from course_lib.rl import build_model, stop_check_every, train   # noqa: E402
 from course_lib.toy.warm_start import warm_start          # noqa: E402
 
 TARGETS = {"smoke": ("gain", 0.3), "cpu": ("abs", 0.95), "gpu": ("abs", 0.95), "long": ("gain", 0.1),
@@ -90,7 +90,7 @@ def flops_per_step(cfg) -> dict:
     """Model FLOPs of one step of ``cfg`` at the full budget (every response max_new_tokens long):
     per token of the learner's forward + backward, and per step for sampling, learning and the
     no-grad forwards (pi_old when recomputed, pi_ref every step only with a KL term or the monitor)."""
-    from course_lib.rl.trainer import reuses_loss_forward
+    from course_lib.rl import reuses_loss_forward
     model = build_model(cfg, dtype=torch.float32).to("meta")
     ctx = make_task(cfg).prompt_len + cfg.max_new_tokens
     B, positions = cfg.batch_size, cfg.batch_size * (ctx - 1)

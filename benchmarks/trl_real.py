@@ -134,7 +134,7 @@ def bench_config(steps: int, prompts: int, samples: int, tokens: int, threads: i
 # ----------------------------------------------------------------------------------------------
 def run_course(cfg) -> dict:
     """``train(cfg)``: every step's wall time, its phases from the trainer's own rows, the mean reply length."""
-    from course_lib.rl.trainer import train
+    from course_lib.rl import train
     t0 = time.perf_counter()
     hist = train(cfg, progress=False)
     rows = hist.rows[1:]

@@ -44,7 +44,7 @@ from course_lib import frameworks as fw                       # noqa: E402
 from course_lib.rl.config import make_config                 # noqa: E402
 from course_lib.rl.history import config_record, cpu_model   # noqa: E402
 from course_lib.toy.task import EOS, PAD, PROMPT_LEN, AdditionTask, correctness, to_text   # noqa: E402
-from course_lib.rl.trainer import build_model, heldout_accuracy, train   # noqa: E402
+from course_lib.rl import build_model, heldout_accuracy, train   # noqa: E402
 from course_lib.toy.warm_start import warm_start                        # noqa: E402
 
 # The toy's token ids 0..12 as text; PAD (13) is left out: the toy's policy can never emit it (its logit

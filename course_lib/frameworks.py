@@ -494,7 +494,7 @@ def resolved_loss_knobs(cfg) -> dict:
     """The loss knobs a ToyConfig runs with: the config's own, else the loss function's defaults
     (what the toy trainer passes), plus ``loss`` (its registry name) and ``std_scaling``."""
     from . import losses
-    from .rl.trainer import loss_knobs
+    from .rl.loss_step import loss_knobs
     if not isinstance(cfg.loss, str):
         raise ValueError(f"cfg.loss must be a registered loss name to translate, got {cfg.loss!r}")
     fn = losses.resolve_loss(cfg.loss)

@@ -7,7 +7,7 @@ import torch
 
 from course_lib.rl.checkpoint import Checkpoint
 from course_lib.rl.config import ToyConfig
-from course_lib.rl.trainer import train
+from course_lib.rl import train
 
 TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2, warm_steps=300,
                  warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2, lr=3e-3, warmup_steps=3,

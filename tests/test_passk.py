@@ -65,7 +65,7 @@ def test_passk_counts_draw_each_prompts_n_samples_from_that_prompt(monkeypatch):
     from course_lib.toy import task as T
     from course_lib.rl.config import ToyConfig
     from course_lib.toy.long_answers import passk_counts
-    from course_lib.rl.trainer import build_model
+    from course_lib.rl import build_model
 
     @dataclass(frozen=True)
     class EvenTask(T.AdditionTask):

@@ -3,6 +3,7 @@ its default, the policies subclass it, and a policy that leaves out what has no 
 import pytest
 import torch
 
+from course_lib import rl
 from course_lib.rl.policy import Policy
 from course_lib.toy.policy import TinyGPT
 
@@ -64,7 +65,7 @@ def test_the_trainer_calls_each_hook_of_the_policy(monkeypatch):
     built = []
 
     def instrumented(cfg, device, dtype=torch.float32, *, progress=False):
-        plain = trainer.build_model(cfg)                               # the toy's sizes for this task
+        plain = rl.build_model(cfg)                               # the toy's sizes for this task
         model = Instrumented(cfg.n_layer, cfg.d_model, cfg.n_head, plain.block_size, vocab_size=plain.tok.num_embeddings)
         built.append(model)
         return model, model.state_dict(), 0.0

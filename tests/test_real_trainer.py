@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib import lm, losses
+from course_lib import lm, losses, rl
 from course_lib.advantages import group_advantages
 from course_lib.lm.policy import ChatPolicy, build_policy
 from course_lib.lm.task import SYSTEM, VERIFIERS, chat_task
@@ -42,7 +42,7 @@ def batch(policy, task):
     """Two training questions x 2 replies, sampled by the policy, with rewards 1, 0 / 0, 1."""
     prompts = task.prompts("train")[[0, 100]].repeat_interleave(2, dim=0)          # [4, Lp], left-padded
     roll = policy.rollout(prompts, 10, generator=torch.Generator().manual_seed(3))
-    return trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.tensor([1.0, 0.0, 0.0, 1.0]),
+    return rl.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.tensor([1.0, 0.0, 0.0, 1.0]),
                          eos_id=policy.eos_id, pad_id=policy.pad_id)
 
 
@@ -127,7 +127,7 @@ def test_one_learned_batch_is_the_hand_written_grpo_step(policy, batch):
 
     model = policy.requires_grad_(True)
     opt = Keep(model.parameters(), lr=0.0)
-    metrics = trainer.learn(cfg, trainer.loss_setup(cfg), model, None, opt, batch, torch.Generator().manual_seed(0),
+    metrics = trainer.learn(cfg, rl.loss_setup(cfg), model, None, opt, batch, torch.Generator().manual_seed(0),
                             lambda: 0.0, with_ref=False)
     model.zero_grad()
     logp, _ = policy.chat.score(lm.prompt_rows(batch.prompts), batch.responses, batch.mask.sum(1))
@@ -268,7 +268,7 @@ def test_chat_policy_forward_refuses_the_toy_call_forms(policy, batch):
         policy(batch.prompts)
     assert isinstance(policy, ChatPolicy) and policy.reference().policy is None       # loads only when called
     cfg = replace(make_config("real", **SMALL))
-    assert trainer.reuses_loss_forward(cfg)
+    assert rl.reuses_loss_forward(cfg)
 
 
 def test_the_step_benchmark_splits_each_step_into_parts_that_add_up(tmp_path):

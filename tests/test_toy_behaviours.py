@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 import torch
 
+from course_lib import rl
 from course_lib.rl import registry
 from course_lib.toy import task as T
 from course_lib.toy import warm_start as W
@@ -115,7 +116,7 @@ def test_the_policy_has_the_configured_heads():
     """n_head leaves the parameters' shapes alone, so only the function tells it: the trainer's policy
     computes what a TinyGPT with cfg.n_head heads computes, not what another head count does."""
     cfg = replace(TINY, d_model=16, n_head=2)
-    model = trainer.build_model(cfg)
+    model = rl.build_model(cfg)
     seq = T.AdditionTask(n_heldout=16).prompts("heldout")[:8]                      # [8, 6]
     with torch.no_grad():
         for n_head, same in ((2, True), (4, False)):
@@ -163,7 +164,7 @@ def test_the_warm_start_stops_once_its_target_is_reached(recorded):
 
 def test_the_warm_starts_first_step_is_proportional_to_warm_lr(recorded):
     torch.manual_seed(warm_cfg().warm_seed)
-    init = trainer.build_model(warm_cfg()).state_dict()
+    init = rl.build_model(warm_cfg()).state_dict()
     steps = {}
     for lr in (1e-3, 2e-3):
         state, _ = W.warm_start(warm_cfg(warm_steps=1, warm_lr=lr))
@@ -203,6 +204,6 @@ def test_dynamic_sampling_draws_at_most_max_sampling_rounds_batches(rounds, monk
     """When no group ever has signal (a verifier that fails everything), it draws exactly that many."""
     monkeypatch.setitem(T.VERIFIERS, "contains", lambda prompts, responses: torch.zeros(len(prompts)))
     cfg = replace(TINY, dynamic_sampling=True, max_sampling_rounds=rounds, verifier="contains")
-    got = trainer.collect(cfg, trainer.build_model(cfg), registry.make_task(cfg).prompts("train"),
+    got = trainer.collect(cfg, rl.build_model(cfg), registry.make_task(cfg).prompts("train"),
                           torch.Generator().manual_seed(1), torch.Generator().manual_seed(2), lambda ctx: 0.0)
     assert got.batch is None and len(got.rewards) == rounds * cfg.batch_size

@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_lib.rl import trainer
+from course_lib.rl import loss_step, trainer
 from course_lib.rl.config import CHANGEABLE, ToyConfig, make_config
 from course_lib.toy.fingerprint import NONDETERMINISTIC
-from course_lib.rl.trainer import train
+from course_lib.rl import train
 
 TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
                  warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,
@@ -67,13 +67,13 @@ def test_rows_before_the_onset_are_the_base_runs_and_the_change_takes_effect_at_
 
 def test_every_piece_of_a_step_sees_the_config_in_force(monkeypatch):
     seen = {"collect": [], "targets": [], "update": [], "eval": []}
-    for name in ("collect", "targets", "update"):
-        real = getattr(trainer, name)
+    for module, name in ((trainer, "collect"), (loss_step, "targets"), (trainer, "update")):
+        real = getattr(module, name)
 
         def spy(cfg, *args, _real=real, _name=name, **kw):
             seen[_name].append(cfg)
             return _real(cfg, *args, **kw)
-        monkeypatch.setattr(trainer, name, spy)
+        monkeypatch.setattr(module, name, spy)
     real_eval = trainer.heldout_accuracy
     monkeypatch.setattr(trainer, "heldout_accuracy",
                         lambda m, p, n, *a: seen["eval"].append(n) or real_eval(m, p, n, *a))

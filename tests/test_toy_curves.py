@@ -4,7 +4,7 @@ import math
 import pytest
 
 from course_lib.toy import curves
-from course_lib.rl.trainer import History
+from course_lib.rl import History
 
 
 def run(steps, key="entropy/mean", value=lambda s: float(s)):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import reference as ref
-from course_lib import losses
-from course_lib.rl import ToyConfig, trainer
+from course_lib import losses, rl
+from course_lib.rl import ToyConfig, loss_step, trainer
 from course_lib.rl.config import CHOICES
 from course_lib.rl import registry
 from course_lib.toy.policy import sample
@@ -59,7 +59,7 @@ def _expected(name, cfg, model, batch):
 def _one_step(cfg, monkeypatch):
     """Run one RL step; return what the loss received (adv, rows) and the batch and policy it came from."""
     seen = {}
-    real_targets, real_policy_loss = trainer.targets, trainer.policy_loss
+    real_targets, real_policy_loss = loss_step.targets, trainer.policy_loss
 
     def spy_targets(c, setup, model, ref_model, batch, **kw):
         seen.update(model=copy.deepcopy(model), batch=batch)        # the policy the advantages saw
@@ -73,7 +73,7 @@ def _one_step(cfg, monkeypatch):
         seen["adv"] = adv.detach().clone()
         return losses.grpo_loss(logp, old_logp, adv, mask, **kw)
 
-    monkeypatch.setattr(trainer, "targets", spy_targets)
+    monkeypatch.setattr(loss_step, "targets", spy_targets)
     monkeypatch.setattr(trainer, "policy_loss", spy_policy_loss)
     trainer.train(replace(cfg, loss=recording_grpo), progress=False, dtype=torch.float64)
     return seen
@@ -118,9 +118,9 @@ def test_remax_grades_its_greedy_answer_with_the_verifier_that_pays_the_reward(m
     monkeypatch.setitem(T.VERIFIERS, "contains", lambda prompts, responses: torch.ones(len(prompts)))
     cfg = replace(ONE_STEP, adv_estimator="remax", verifier="contains", overlong_penalty=False)
     G = cfg.group_size
-    model = trainer.build_model(cfg)
+    model = rl.build_model(cfg)
     prompts = registry.make_task(cfg).prompts("train")[:cfg.prompts_per_step].repeat_interleave(G, dim=0)   # [B, Lp]
-    batch = trainer.Batch(prompts, None, None, None, torch.zeros(len(prompts)), model.eos_id, model.pad_id)
+    batch = rl.Batch(prompts, None, None, None, torch.zeros(len(prompts)), model.eos_id, model.pad_id)
     greedy = sample(model, prompts[::G], cfg.max_new_tokens, greedy=True)
     assert correctness(prompts[::G], greedy.responses).sum() < cfg.prompts_per_step / 2
-    assert trainer.remax_baseline(cfg, model, batch).tolist() == [1.0] * len(prompts)
+    assert rl.remax_baseline(cfg, model, batch).tolist() == [1.0] * len(prompts)

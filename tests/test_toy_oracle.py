@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import reference as ref
+from course_lib import rl
 from course_lib.rl import trainer
 from course_lib.rl.config import ToyConfig
 from course_lib.toy.policy import TinyGPT, sample
@@ -52,7 +53,7 @@ def make_models(temperature: float):
     roll = sample(model, prompts, T_MAX, temperature=temperature,
                   generator=torch.Generator().manual_seed(2))
     noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(3))
-    batch = trainer.Batch(prompts=prompts, responses=roll.responses, mask=roll.mask,
+    batch = rl.Batch(prompts=prompts, responses=roll.responses, mask=roll.mask,
                           rollout_logp=(roll.rollout_logp + noise) * roll.mask,   # a mismatched sampler
                           rewards=torch.tensor(REWARDS), eos_id=model.eos_id, pad_id=model.pad_id)
     return model, ref_model, batch
@@ -128,11 +129,11 @@ def run_oracle(cfg: ToyConfig, tol: float = 2e-4, loss_atol: float = 1e-6):
     model, ref_model, batch = make_models(cfg.temperature)
     hand_model = copy.deepcopy(model)
     # what the trainer does
-    setup = trainer.loss_setup(cfg)
+    setup = rl.loss_setup(cfg)
     opt = Recorder(model.parameters())
     metrics = trainer.learn(cfg, setup, model, ref_model, opt, batch, torch.Generator().manual_seed(7),
                                lambda: LR)
-    metrics = trainer.read_back(metrics)
+    metrics = rl.read_back(metrics)
     # what it must do
     rewards = batch.rewards.tolist()
     std = EXPECTED_STD.get(cfg.loss, True) if cfg.std_scaling is None else cfg.std_scaling
@@ -214,8 +215,8 @@ def test_the_oracle_batch_exercises_what_it_checks():
     """Ratios off 1 (clips active), corrections that truncate and drop, a zero-signal group."""
     model, ref_model, batch = make_models(1.0)
     cfg = replace(BASE, correction="mis", correction_cap=1.2, old_logp_source="learner")
-    setup = trainer.loss_setup(replace(BASE, eps_low=0.1, eps_high=0.1))
-    tg, m = trainer.targets(cfg, setup, model, ref_model, batch)
+    setup = rl.loss_setup(replace(BASE, eps_low=0.1, eps_high=0.1))
+    tg, m = rl.targets(cfg, setup, model, ref_model, batch)
     assert 0.05 < m["is/zero_frac"] < 0.95                          # MIS drops some tokens, not all
     _, stats = setup.fn(tg.old_logp, batch.rollout_logp, tg.adv, batch.mask, **setup.knobs)
     assert stats["clip/low_frac"] + stats["clip/high_frac"] > 0.05  # the sampler's pi_old clips
@@ -285,9 +286,9 @@ def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(ove
         model, ref_model, batch = make_models(1.0)
         calls, ref_calls = _count_forwards(model), _count_forwards(ref_model)
         opt = Recorder(model.parameters())
-        metrics = trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch,
+        metrics = trainer.learn(cfg, rl.loss_setup(cfg), model, ref_model, opt, batch,
                                    torch.Generator().manual_seed(7), lambda: LR, with_ref=cfg.kl_coef > 0)
-        got[mode] = (trainer.read_back(metrics), opt.grads[0], dict(calls), dict(ref_calls))
+        got[mode] = (rl.read_back(metrics), opt.grads[0], dict(calls), dict(ref_calls))
     (m_a, g_a, c_a, r_a), (m_s, g_s, c_s, r_s) = got["auto"], got["separate"]
     M = overrides.get("micro_batches", 1)
     assert c_a == {"grad": M, "no_grad": 0} and c_s == {"grad": M, "no_grad": 1}
@@ -302,11 +303,11 @@ def test_pi_old_from_the_loss_forward_gives_the_update_of_a_separate_forward(ove
 
 def test_several_updates_per_batch_still_recompute_pi_old_before_the_first():
     cfg = replace(BASE, old_logp_source="learner", minibatches=2)
-    assert not trainer.reuses_loss_forward(cfg) and trainer.reuses_loss_forward(replace(cfg, minibatches=1))
-    assert not trainer.reuses_loss_forward(replace(cfg, minibatches=1, old_logp_source="sampler"))
+    assert not rl.reuses_loss_forward(cfg) and rl.reuses_loss_forward(replace(cfg, minibatches=1))
+    assert not rl.reuses_loss_forward(replace(cfg, minibatches=1, old_logp_source="sampler"))
     model, ref_model, batch = make_models(1.0)
     calls = _count_forwards(model)
-    trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, torch.optim.SGD(model.parameters(), lr=LR),
+    trainer.learn(cfg, rl.loss_setup(cfg), model, ref_model, torch.optim.SGD(model.parameters(), lr=LR),
                   batch, torch.Generator().manual_seed(7), lambda: LR)
     assert calls == {"grad": 2, "no_grad": 1}
 
@@ -345,11 +346,11 @@ def test_the_norm_mode_divides_every_term_by_the_configured_budget_not_the_batch
     parts = {}
     for budget in (T_MAX, 2 * T_MAX):
         cfg = replace(BASE, loss="dr_grpo", max_new_tokens=budget, kl_coef=0.5, entropy_coef=0.05)
-        setup = trainer.loss_setup(cfg)
+        setup = rl.loss_setup(cfg)
         assert setup.agg == "seq-mean-token-sum-norm"
-        tg, _ = trainer.targets(cfg, setup, model, ref_model, batch)
-        logp, logp_all = trainer.learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
-        total, pg, kl_term, stats = trainer.policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
+        tg, _ = rl.targets(cfg, setup, model, ref_model, batch)
+        logp, logp_all = rl.learner_logp(model, batch.prompts, batch.responses, cfg.temperature)
+        total, pg, kl_term, stats = rl.policy_loss(cfg, setup, logp, batch, tg, rows, logp_all)
         parts[budget] = [float(x.detach()) for x in (pg, kl_term, stats["loss/entropy_bonus"])]
     assert all(abs(x) > 1e-4 for x in parts[T_MAX])
     assert parts[2 * T_MAX] == pytest.approx([x / 2 for x in parts[T_MAX]], rel=1e-5)

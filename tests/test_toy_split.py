@@ -17,6 +17,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from course_lib import rl
 from course_lib.rl import distributed as D
 from course_lib.aggregation import MODES
 from course_lib.losses import FRAMEWORK_LOSSES, LOSSES, resolve_loss
@@ -114,15 +115,15 @@ def test_bf16_reaches_every_loss_forward_whole_or_in_micro_batches(setup, micro)
     policy's head (autocast), in one piece and in micro-batches alike."""
     model_state, ref_state, batch = setup
     cfg = replace(CASES["grpo,token-mean"], precision="bf16", micro_batches=micro)
-    model = trainer.build_model(cfg)
+    model = rl.build_model(cfg)
     model.load_state_dict(model_state)
-    ref_model = trainer.build_model(cfg).requires_grad_(False)
+    ref_model = rl.build_model(cfg).requires_grad_(False)
     ref_model.load_state_dict(ref_state)
     dtypes, forwards = [], []
     model.head.register_forward_hook(                 # a shared-prefix forward calls the head twice
         lambda mod, args, out: dtypes.append(out.dtype) if torch.is_grad_enabled() else None)
     model.register_forward_hook(lambda mod, args, out: forwards.append(1) if torch.is_grad_enabled() else None)
-    trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, torch.optim.SGD(model.parameters(), lr=0.05),
+    trainer.learn(cfg, rl.loss_setup(cfg), model, ref_model, torch.optim.SGD(model.parameters(), lr=0.05),
                   batch, torch.Generator().manual_seed(7), lambda: 0.05)
     assert len(forwards) == micro and len(dtypes) >= micro, (forwards, dtypes)
     assert set(dtypes) == {torch.bfloat16}, dtypes
@@ -142,7 +143,7 @@ def _sampled_metrics_rank(rank: int, world_size: int, collected):
     share = Collected(None, *(t[rows] for t in (collected.rewards, collected.correct, collected.lengths,
                                                 collected.truncated)), 0.0, 0, 0.0)
     dp = DataParallel(rank, world_size, torch.nn.Identity())
-    return trainer.read_back(sampling_metrics(gather_collected(share, dp), 4))
+    return rl.read_back(sampling_metrics(gather_collected(share, dp), 4))
 
 
 def test_two_ranks_report_the_single_process_means_of_the_whole_batch(setup):
@@ -167,7 +168,7 @@ def test_two_ranks_report_the_single_process_means_of_the_whole_batch(setup):
     lengths = batch.mask.sum(dim=1)
     collected = Collected(None, batch.rewards, (batch.rewards > 0).float(), lengths,
                           ~(batch.responses == EOS).any(dim=1), 0.0, 0, 0.0)
-    want = trainer.read_back(sampling_metrics(collected, 4))
+    want = rl.read_back(sampling_metrics(collected, 4))
     for rank_metrics in run_ranks(_sampled_metrics_rank, 2, collected):
         for k in ("reward/mean", "acc/sampled", "len/all", "len/correct", "groups/zero_signal_frac",
                   "reward/group_std", "len/truncated_frac", "samples/step"):
@@ -190,9 +191,9 @@ def test_estimators_with_batch_statistics_give_the_full_batch_result_on_two_rank
     half = len(batch.rewards) // 2
     for (key, cfg), g in zip(cfgs.items(), got):
         _assert_same(g, D.toy_first_update(cfg, *setup), f"{key}, 2 ranks")
-        setup_ = trainer.loss_setup(cfg)
-        full = trainer.advantages_of(cfg, setup_, None, batch, batch.rewards)
-        own = trainer.advantages_of(cfg, setup_, None, trainer.Batch(*(t[half:] for t in (
+        setup_ = rl.loss_setup(cfg)
+        full = rl.advantages_of(cfg, setup_, None, batch, batch.rewards)
+        own = rl.advantages_of(cfg, setup_, None, rl.Batch(*(t[half:] for t in (
             batch.prompts, batch.responses, batch.mask, batch.rollout_logp, batch.rewards)), EOS, PAD), batch.rewards[half:])
         assert float((own - full[half:]).abs().max()) > 0.05, f"{key}: a rank's own half gives the same advantages"
 
@@ -201,9 +202,9 @@ def _whole_batch_rank(rank: int, world_size: int, payload):
     """On a rank: its rows' REINFORCE++ advantages from its own rewards and mask (of its own length)."""
     from course_lib.rl.data_parallel import DataParallel
     rewards, mask = payload["rewards"][rank], payload["mask"][rank]
-    batch = trainer.Batch(None, None, mask, None, rewards, EOS, PAD)
+    batch = rl.Batch(None, None, mask, None, rewards, EOS, PAD)
     dp = DataParallel(rank, world_size, torch.nn.Identity())
-    return trainer.advantages_of(payload["cfg"], trainer.loss_setup(payload["cfg"]), None, batch, rewards, dp)
+    return rl.advantages_of(payload["cfg"], rl.loss_setup(payload["cfg"]), None, batch, rewards, dp)
 
 
 def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
@@ -214,7 +215,7 @@ def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
     mask = [torch.arange(int(n.max()))[None] < n[:, None] for n in lengths]          # [4, 3] and [4, 5]
     got = run_ranks(_whole_batch_rank, 2, {"cfg": cfg, "rewards": rewards, "mask": mask})
     all_mask = torch.arange(5)[None] < torch.cat(lengths)[:, None]                   # [8, 5]
-    full = trainer.advantages_of(cfg, trainer.loss_setup(cfg), None, trainer.Batch(None, None, all_mask, None, None, EOS, PAD),
+    full = rl.advantages_of(cfg, rl.loss_setup(cfg), None, rl.Batch(None, None, all_mask, None, None, EOS, PAD),
                                  torch.cat(rewards))
     assert got[0].shape == (4, 3) and got[1].shape == (4, 5)
     torch.testing.assert_close(torch.cat([torch.nn.functional.pad(got[0], (0, 2)), got[1]]), full,

@@ -31,7 +31,7 @@ from course_lib import losses
 from course_lib.toy import fingerprint as fp
 from course_lib.rl.config import ToyConfig, make_config
 from course_lib.rl.history import config_record, cpu_identity, environment, load_results, replays_here
-from course_lib.rl.trainer import train
+from course_lib.rl import train
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(os.environ.get("COURSE_TOY_DATA", ROOT / "notebooks" / "data"))

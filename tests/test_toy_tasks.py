@@ -9,7 +9,7 @@ import torch
 from course_lib.toy import task as T
 from course_lib.rl import registry
 from course_lib.rl.config import ToyConfig
-from course_lib.rl.trainer import build_model, train
+from course_lib.rl import build_model, train
 
 TINY = dict(steps=3, prompts_per_step=8, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=20,
             warm_target=None, warm_batch=32, n_heldout=16, eval_every=3, device="cpu", num_threads=1)

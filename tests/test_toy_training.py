@@ -7,14 +7,14 @@ import pytest
 import torch
 
 import reference as ref
-from course_lib import advantages, losses
+from course_lib import advantages, losses, rl
 from course_lib.metrics import METRICS
 from course_lib.rl import ToyConfig, load_histories, make_config, save_histories, train, trainer
 from course_lib.rl.policy import Rollout
 from course_lib.rl import progress
 from course_lib.toy.policy import sample
 from course_lib.toy.task import EOS, PAD, AdditionTask, to_text
-from course_lib.rl.trainer import loss_knobs
+from course_lib.rl import loss_knobs
 from course_lib.toy.warm_start import warm_start
 
 TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
@@ -60,17 +60,17 @@ def test_a_short_run_raises_the_reward_and_lowers_the_loss_on_a_fixed_batch():
     assert last > first + 0.05, f"reward {first:.3f} -> {last:.3f}: RL did not improve it"
     # a fixed batch from the starting policy, its advantages fixed; the sequence-level policy-
     # gradient loss -mean_i A_i log pi(y_i) must fall: the run made good answers likelier
-    start, end = trainer.build_model(LEARN), trainer.build_model(LEARN)
+    start, end = rl.build_model(LEARN), rl.build_model(LEARN)
     start.load_state_dict(warm_start(LEARN)[0])
     end.load_state_dict(hist.final_state)
     prompts = AdditionTask(n_heldout=LEARN.n_heldout).prompts("train")[:32].repeat_interleave(8, dim=0)
     roll = sample(start, prompts, LEARN.max_new_tokens, generator=torch.Generator().manual_seed(5))
-    r = trainer.shaped_rewards(LEARN, AdditionTask.reward(prompts, roll.responses), roll.mask.sum(1))
+    r = rl.shaped_rewards(LEARN, AdditionTask.reward(prompts, roll.responses), roll.mask.sum(1))
     adv = advantages.group_advantages(r, 8)                                      # [B]
 
     def seq_loss(model):
         with torch.no_grad():
-            logp, _ = trainer.learner_logp(model, prompts, roll.responses, LEARN.temperature)
+            logp, _ = rl.learner_logp(model, prompts, roll.responses, LEARN.temperature)
         return float(-(adv * (logp * roll.mask).sum(dim=1)).mean())
 
     before, after = seq_loss(start), seq_loss(end)
@@ -80,19 +80,19 @@ def test_a_short_run_raises_the_reward_and_lowers_the_loss_on_a_fixed_batch():
 def test_lr_schedule_follows_its_formula():
     cfg = replace(TINY, lr=1e-3, lr_min=1e-4, warmup_steps=10)
     const = replace(cfg, lr_schedule="constant")
-    assert trainer.lr_at(const, 0, 101) == pytest.approx(1e-4)             # warm-up: lr (k+1)/10
-    assert trainer.lr_at(const, 4, 101) == pytest.approx(5e-4)
-    assert trainer.lr_at(const, 9, 101) == pytest.approx(1e-3)
-    assert trainer.lr_at(const, 100, 101) == pytest.approx(1e-3)
+    assert rl.lr_at(const, 0, 101) == pytest.approx(1e-4)             # warm-up: lr (k+1)/10
+    assert rl.lr_at(const, 4, 101) == pytest.approx(5e-4)
+    assert rl.lr_at(const, 9, 101) == pytest.approx(1e-3)
+    assert rl.lr_at(const, 100, 101) == pytest.approx(1e-3)
     cos = replace(cfg, lr_schedule="cosine")
     # lr_min + (lr - lr_min) (1 + cos(pi k / (N - 1))) / 2, times the warm-up factor
-    assert trainer.lr_at(cos, 0, 101) == pytest.approx(0.1 * 1e-3)
-    assert trainer.lr_at(cos, 25, 101) == pytest.approx(1e-4 + 9e-4 * (1 + math.sqrt(0.5)) / 2)
-    assert trainer.lr_at(cos, 50, 101) == pytest.approx(5.5e-4)
-    assert trainer.lr_at(cos, 75, 101) == pytest.approx(1e-4 + 9e-4 * (1 - math.sqrt(0.5)) / 2)
-    assert trainer.lr_at(cos, 100, 101) == pytest.approx(1e-4)
+    assert rl.lr_at(cos, 0, 101) == pytest.approx(0.1 * 1e-3)
+    assert rl.lr_at(cos, 25, 101) == pytest.approx(1e-4 + 9e-4 * (1 + math.sqrt(0.5)) / 2)
+    assert rl.lr_at(cos, 50, 101) == pytest.approx(5.5e-4)
+    assert rl.lr_at(cos, 75, 101) == pytest.approx(1e-4 + 9e-4 * (1 - math.sqrt(0.5)) / 2)
+    assert rl.lr_at(cos, 100, 101) == pytest.approx(1e-4)
     floor = replace(cos, lr_min=3e-4)                                       # another floor than the default
-    assert [trainer.lr_at(floor, k, 101) for k in (50, 100)] == pytest.approx([6.5e-4, 3e-4])
+    assert [rl.lr_at(floor, k, 101) for k in (50, 100)] == pytest.approx([6.5e-4, 3e-4])
     # and the trainer uses it: one optimiser step per RL step here, the row reports the last lr
     h = train(replace(cos, steps=3, warmup_steps=2), progress=False)
     assert h.series("lr")[1] == pytest.approx([0.5 * 1e-3, 5.5e-4, 1e-4])    # k = 0, 1, 2 of N = 3
@@ -100,18 +100,18 @@ def test_lr_schedule_follows_its_formula():
 
 def test_learner_logp_at_temperature_equals_the_samplers():
     torch.manual_seed(0)
-    model = trainer.build_model(TINY)
+    model = rl.build_model(TINY)
     prompts = AdditionTask(n_heldout=64).prompts("heldout")[:32]
     for temp in (0.6, 1.5):
         roll = sample(model, prompts, TINY.max_new_tokens, temperature=temp,
                       generator=torch.Generator().manual_seed(1))
-        logp, _ = trainer.learner_logp(model, prompts, roll.responses, temp)
+        logp, _ = rl.learner_logp(model, prompts, roll.responses, temp)
         assert (logp - roll.rollout_logp)[roll.mask].abs().max() < 1e-5
 
 
 def _collected(rewards, G):
     r = torch.tensor(rewards)
-    return trainer.Collected(batch=None, rewards=r, correct=(r > 0).float(),
+    return rl.Collected(batch=None, rewards=r, correct=(r > 0).float(),
                              lengths=torch.full((len(r),), 3), truncated=torch.arange(len(r)) % 4 == 0,
                              seconds=1.0, tokens=1, flops=0.0)
 
@@ -119,7 +119,7 @@ def _collected(rewards, G):
 def test_zero_signal_fraction_on_known_groups():
     # G = 4: [1 0 0 1] signal, [0 0 0 0] none, [1 1 1 1] none, [0.5 0 0 0] signal, [1 1 1 0] signal
     rewards = [1, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0.5, 0, 0, 0, 1, 1, 1, 0]
-    m = trainer.sampling_metrics(_collected([float(x) for x in rewards], 4), 4)
+    m = rl.sampling_metrics(_collected([float(x) for x in rewards], 4), 4)
     assert m["groups/zero_signal_frac"] == pytest.approx(2 / 5)
     assert m["samples/step"] == 20
     stds = [statistics.stdev(rewards[i:i + 4]) for i in range(0, 20, 4)]          # divisor G - 1
@@ -129,19 +129,19 @@ def test_zero_signal_fraction_on_known_groups():
 
 def test_entropy_at_temperature_one_is_the_policys_own_whatever_the_sampling_temperature():
     torch.manual_seed(0)
-    model = trainer.build_model(TINY)
+    model = rl.build_model(TINY)
     with torch.no_grad():                       # spread the logits: an untrained policy is near uniform
         model.head.weight.mul_(20.0)
     prompts = AdditionTask(n_heldout=64).prompts("heldout")[:16].repeat_interleave(4, dim=0)
     roll = sample(model, prompts, TINY.max_new_tokens, generator=torch.Generator().manual_seed(1))
-    batch = trainer.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64), model.eos_id,
+    batch = rl.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64), model.eos_id,
                           model.pad_id)
     got = {}
     for temp in (1.0, 0.4):
         cfg = replace(TINY, prompts_per_step=16, temperature=temp)
-        _, got[temp] = trainer.targets(cfg, trainer.loss_setup(cfg), model, model, batch)
+        _, got[temp] = rl.targets(cfg, rl.loss_setup(cfg), model, model, batch)
     with torch.no_grad():                                   # by hand: softmax of the raw logits
-        logits = trainer.response_logits(model, prompts, roll.responses)
+        logits = rl.response_logits(model, prompts, roll.responses)
         logp = torch.log_softmax(logits.double(), -1)
         h = -(logp.exp() * logp).sum(-1)[roll.mask].mean()
     assert got[1.0]["entropy/t1"] == got[1.0]["entropy/mean"] == pytest.approx(float(h), rel=1e-5)
@@ -158,14 +158,14 @@ def test_dynamic_sampling_filter_keeps_the_first_groups_with_signal():
                              mask=torch.ones(6, 1, dtype=torch.bool),
                              rollout_logp=-ids(6, 10 * k).float(), steps=1))
         rews.append(torch.tensor(r))
-    b = trainer.select_groups(rolls, rews, P, G, filter_signal=True, eos_id=EOS, pad_id=PAD)
+    b = rl.select_groups(rolls, rews, P, G, filter_signal=True, eos_id=EOS, pad_id=PAD)
     # signal groups: round 0 group 1 (rows 2, 3); round 1 groups 0 and 2 (rows 10, 11, 14, 15)
     assert b.prompts[:, 0].tolist() == [2, 3, 10, 11, 14, 15]
     assert b.responses[:, 0].tolist() == [102, 103, 110, 111, 114, 115]
     assert b.rewards.tolist() == [0., 1., 1., 0., 0., 1.]
-    b = trainer.select_groups(rolls, rews, P, G, filter_signal=False, eos_id=EOS, pad_id=PAD)
+    b = rl.select_groups(rolls, rews, P, G, filter_signal=False, eos_id=EOS, pad_id=PAD)
     assert b.prompts[:, 0].tolist() == [0, 1, 2, 3, 4, 5]                       # unfiltered: the first P
-    assert trainer.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True, eos_id=EOS,
+    assert rl.select_groups(rolls[:1], [torch.zeros(6)], P, G, filter_signal=True, eos_id=EOS,
                                   pad_id=PAD) is None
 
 
@@ -178,7 +178,7 @@ def test_collect_draws_shapes_and_filters_as_configured(dynamic, verifier, bonus
     cfg = replace(TINY, warm_steps=0, dynamic_sampling=dynamic, max_sampling_rounds=3,
                   overlong_penalty=True, overlong_cache=4, verifier=verifier, length_bonus=bonus)
     torch.manual_seed(0)
-    model = trainer.build_model(cfg)
+    model = rl.build_model(cfg)
     train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
     got = trainer.collect(cfg, model, train_prompts, torch.Generator().manual_seed(1),
                           torch.Generator().manual_seed(2), lambda ctx: 0.0)

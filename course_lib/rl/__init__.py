@@ -22,12 +22,23 @@ This package imports nothing from the plug-ins beside it, which import its seam:
 ``toy.scratchpad``, ``lm.task``) give what ``Task`` names, and ``registry`` finds both by name. The toy's studies
 (``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
-from .config import SIZES, ToyConfig, make_config
-from .history import History, load_histories, save_histories
-from .policy import Policy, Rollout
-from .registry import register_policy, register_task
+from .config import CHOICES, SIZES, ToyConfig, make_config
+from .device import read_back, stop_check_every
+from .history import History, config_record, load_histories, save_histories
+from .loss_step import (ADV_ESTIMATORS, BatchTargets, LossSetup, Targets, advantages_of, learner_logp, loss_knobs,
+                        loss_mask, loss_setup, policy_loss, remax_baseline, reuses_loss_forward, targets)
+from .model import build_model, heldout_accuracy
+from .policy import Policy, Rollout, compute_precision, response_logits, token_logp
+from .registry import make_task, policy_class, register_policy, register_task
+from .rollout import Batch, Collected, sampling_metrics, select_groups, shaped_rewards
+from .schedule import LrSchedule, lr_at
 from .task import Task
-from .trainer import train
+from .trainer import collect, initial_policy, learn, train, train_distributed, update
 
-__all__ = ["SIZES", "ToyConfig", "make_config", "History", "load_histories", "save_histories", "Policy", "Rollout",
-           "Task", "register_policy", "register_task", "train"]
+__all__ = ["CHOICES", "SIZES", "ToyConfig", "make_config", "read_back", "stop_check_every", "History", "config_record",
+           "load_histories", "save_histories", "ADV_ESTIMATORS", "BatchTargets", "LossSetup", "Targets",
+           "advantages_of", "learner_logp", "loss_knobs", "loss_mask", "loss_setup", "policy_loss", "remax_baseline",
+           "reuses_loss_forward", "targets", "build_model", "heldout_accuracy", "Policy", "Rollout",
+           "compute_precision", "response_logits", "token_logp", "make_task", "policy_class", "register_policy",
+           "register_task", "Batch", "Collected", "sampling_metrics", "select_groups", "shaped_rewards", "LrSchedule",
+           "lr_at", "Task", "collect", "initial_policy", "learn", "train", "train_distributed", "update"]

@@ -22,7 +22,12 @@ from torch import Tensor
 from . import split as S
 from ..losses import resolve_loss
 from ..ranks import run_ranks
-from . import trainer
+from .data_parallel import DataParallel
+from .device import read_back
+from .loss_step import loss_setup
+from .model import build_model
+from .rollout import Batch
+from .trainer import learn
 from .registry import make_task
 
 FEATURES, VOCAB = 6, 5        # the logit model: W [VOCAB, FEATURES]
@@ -175,17 +180,17 @@ def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: floa
             if not self.grads:
                 self.grads.append([p.grad.detach().clone() for p in self.param_groups[0]["params"]])
             return super().step(closure)
-    model = trainer.build_model(cfg)
+    model = build_model(cfg)
     model.load_state_dict(model_state)
     ref_model = _copy.deepcopy(model).requires_grad_(False)
     ref_model.load_state_dict(ref_state)
     if dp is not None:
         from torch.nn.parallel import DistributedDataParallel as DDP
-        dp = trainer.DataParallel(dp[0], dp[1], DDP(model))
+        dp = DataParallel(dp[0], dp[1], DDP(model))
     opt = Recorder(model.parameters())
-    out = trainer.learn(cfg, trainer.loss_setup(cfg), model, ref_model, opt, batch,
+    out = learn(cfg, loss_setup(cfg), model, ref_model, opt, batch,
                         torch.Generator().manual_seed(7), lambda: lr, dp=dp)
-    return (opt.grads[0], trainer.read_back(out)) if metrics else opt.grads[0]
+    return (opt.grads[0], read_back(out)) if metrics else opt.grads[0]
 
 
 def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
@@ -195,7 +200,7 @@ def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
     b = payload["batch"]
     n = len(b.rewards) // world_size
     rows = slice(rank * n, (rank + 1) * n)
-    share = trainer.Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows],
+    share = Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows],
                           b.eos_id, b.pad_id)
     out = []
     for cfg in payload["configs"]:
@@ -220,7 +225,7 @@ def toy_batch(cfg, seed: int = 0):
     shape with spread logits, P x G responses it samples for the task's held-out prompts, a sampler whose
     log-probs are off the learner's (ratios away from 1), and 0/1 rewards with one zero-signal group."""
     torch.manual_seed(seed)
-    model = trainer.build_model(cfg)
+    model = build_model(cfg)
     with torch.no_grad():
         model.head.weight.mul_(40.0)
     ref = {k: v + 0.05 * torch.randn(v.shape, generator=torch.Generator().manual_seed(seed + 1))
@@ -231,6 +236,6 @@ def toy_batch(cfg, seed: int = 0):
     noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(seed + 3))
     rewards = torch.randint(0, 2, (P * G,), generator=torch.Generator().manual_seed(seed + 4)).float()
     rewards[:G] = 0.0                                                                     # no signal
-    batch = trainer.Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards,
+    batch = Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards,
                           model.eos_id, model.pad_id)
     return model.state_dict(), ref, batch

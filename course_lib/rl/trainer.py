@@ -9,7 +9,7 @@
      batch, the loss forward's own log-probs detached: the same numbers) and log pi_ref (only when a
      KL term, an evaluation step or ``monitor_kl_ref`` needs it), the advantages from
      advantages.py's estimator the config names (``ADV_ESTIMATORS``), corrections.correction_weights for the TIS/MIS
-     weight against the sampler's log-probs (``targets``); then for each epoch and minibatch of whole
+     weight against the sampler's log-probs (``BatchTargets``); then for each epoch and minibatch of whole
      groups one optimiser step on ``policy_loss`` (``loss_step``):
      loss_fn(logp, old_logp, adv, mask, **knobs, is_weight=w) + beta * aggregate(kl_estimate(...))
 With ``micro_batches`` > 1 each optimiser step's backward runs in pieces (gradient accumulation) and
@@ -23,10 +23,10 @@ own defaults (its aggregation, whether its advantage divides by the std) are rea
 this file contains no loss, advantage, aggregation, KL or correction formula of its own.
 
 This file holds the loop and the steps that call others (``collect``, ``learn``, ``update``,
-``split_backward``); what they call lives by topic beside it and is re-exported here:
-``model`` (build_model, heldout_accuracy), ``rollout`` (Batch, shaped rewards, the filter, sampling
-metrics), ``loss_step`` (loss setup, targets, policy_loss), ``data_parallel``, ``samplers``,
-``schedule`` (lr_at) and ``device``.
+``split_backward``); what they call lives by topic beside it: ``model`` (build_model, heldout_accuracy),
+``rollout`` (Batch, shaped rewards, the filter, sampling metrics), ``loss_step`` (loss setup, the batch's
+targets, policy_loss), ``data_parallel``, ``samplers``, ``schedule`` and ``device``. The package's
+``__init__`` re-exports the public names.
 """
 from __future__ import annotations
 
@@ -38,29 +38,23 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .. import advantages, corrections, kl, losses, ratios, rewards  # noqa: F401 (re-exported)
-from ..aggregation import aggregate  # noqa: F401 (re-exported)
-from ..masking import masked_mean  # noqa: F401 (re-exported)
+from .. import advantages, ratios
 from ..metrics import check_keys
 from ..ranks import run_ranks
 from .checkpoint import Checkpoint, check_checkpoint, restore_checkpoint, save_checkpoint
 from .config import ToyConfig
-from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks,  # noqa: F401
-                            this_rank, token_means_over_ranks, wrap)
-from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device  # noqa: F401
-from .history import History, config_record, load_histories, save_histories  # noqa: F401 (re-exported)
-from .loss_step import (ADV_ESTIMATORS, KNOB_FIELDS, TOKEN_MEANS, BatchTargets, LossSetup, Targets, advantages_of,  # noqa: F401
-                        learner_logp, loss_knobs, loss_mask, loss_setup, policy_loss,
-                        remax_baseline, reuses_loss_forward, targets)
-from .model import build_model, heldout_accuracy
-from .rollout import (Batch, Collected, _mean_where, _pad_cat, sampling_metrics, select_groups,  # noqa: F401
-                      shaped_rewards)
-from .samplers import Samplers
-from .schedule import LrSchedule, lr_at  # noqa: F401 (re-exported)
-from .policy import Policy, compute_precision, full_precision, response_logits, token_logp  # noqa: F401
+from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks, this_rank,
+                            token_means_over_ranks, wrap)
+from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device
+from .history import History, config_record
+from .loss_step import TOKEN_MEANS, BatchTargets, LossSetup, learner_logp, loss_mask, loss_setup, policy_loss
+from .model import heldout_accuracy
+from .policy import Policy, compute_precision
 from .progress import progress_bar
 from .registry import make_task, policy_class
-
+from .rollout import Batch, Collected, sampling_metrics, select_groups, shaped_rewards
+from .samplers import Samplers
+from .schedule import LrSchedule
 
 def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
                    progress: bool = False) -> tuple[Policy, dict, float]:

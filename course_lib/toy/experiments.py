@@ -344,7 +344,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, s
 
     from .policy import sample
     from .task import AdditionTask, carry_class, decode_operands
-    from ..rl.trainer import build_model
+    from ..rl.model import build_model
     _addition_only(cfg, "error_analysis")
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)

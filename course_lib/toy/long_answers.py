@@ -110,7 +110,7 @@ def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64,
     from ..rl.policy import compute_precision
     from .policy import sample
     from ..rl.registry import make_task
-    from ..rl.trainer import build_model
+    from ..rl.model import build_model
     cfg = replace(cfg, device="cpu")
     task = make_task(cfg)
     model = build_model(cfg)

@@ -34,7 +34,7 @@ from verl.utils.config import omega_conf_to_dataclass               # noqa: E402
 
 from course_lib import corrections                                  # noqa: E402
 from course_lib import frameworks as fw                             # noqa: E402
-from course_lib.rl.trainer import loss_setup                       # noqa: E402
+from course_lib.rl import loss_setup                       # noqa: E402
 
 CASES = fw.translation_cases()
 CORRECTION_CASES = [label for label, c in CASES.items() if c.correction != "none"]

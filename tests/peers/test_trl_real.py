@@ -43,7 +43,7 @@ import torch
 from conftest import REASON
 
 pytest.importorskip("trl", reason=REASON)
-from course_lib import advantages, frameworks, lm                    # noqa: E402
+from course_lib import advantages, frameworks, lm, rl                # noqa: E402
 from course_lib.lm.policy import ChatPolicy                          # noqa: E402
 from course_lib.lm.task import ChatAdditionTask, ChatTask, Questions  # noqa: E402
 from course_lib.rl import loss_step, trainer                        # noqa: E402
@@ -112,7 +112,7 @@ def batch(chat):
     assert rewards[list(WRITTEN)].tolist() == [1.5, 0.5]
     assert ended.any() and (~ended).any() and len(set(lengths[ended].tolist())) > 1, \
         f"wanted replies that end at several places and one that reaches the budget: {lengths.tolist()}"
-    return trainer.Batch(prompts, responses, mask, rollout_logp, rewards, eos_id=policy.eos_id, pad_id=policy.pad_id)
+    return rl.Batch(prompts, responses, mask, rollout_logp, rewards, eos_id=policy.eos_id, pad_id=policy.pad_id)
 
 
 def course_first_step(chat, batch, bug=None) -> dict:
@@ -135,7 +135,7 @@ def course_first_step(chat, batch, bug=None) -> dict:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(loss_step.ADV_ESTIMATORS, "grpo", grpo_trl_eps)
-        metrics = trainer.learn(cfg, trainer.loss_setup(cfg), policy, None, Keep(policy.parameters(), lr=0.0), batch,
+        metrics = trainer.learn(cfg, rl.loss_setup(cfg), policy, None, Keep(policy.parameters(), lr=0.0), batch,
                                 torch.Generator().manual_seed(0), lambda: 0.0, with_ref=False)
     chat.model.zero_grad(set_to_none=True)
     return {"loss": float(metrics["loss/policy"]), "grad_norm": float(metrics["grad/norm"]), **got}

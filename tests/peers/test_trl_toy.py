@@ -27,7 +27,7 @@ pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages                                            # noqa: E402
 from course_lib.rl.config import make_config                               # noqa: E402
 from course_lib.toy.task import EOS, PAD, AdditionTask, correctness, imperfect_answers, response_mask   # noqa: E402
-from course_lib.rl.trainer import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
+from course_lib.rl import (Batch, build_model, learner_logp, loss_setup, policy_loss,   # noqa: E402
                                    targets)
 from course_lib.toy.warm_start import warm_start                                  # noqa: E402
 
