@@ -33,7 +33,7 @@ from course_lib.lm.task import ChatAdditionTask, exact, formatted   # noqa: E402
 OUT = ROOT / "notebooks" / "data" / "real_lm_task.json"
 
 
-def graded(model: lm.ChatLM, rollout: lm.Rollout, answers: list[int]) -> dict:
+def graded(model: lm.ChatLM, rollout: lm.Replies, answers: list[int]) -> dict:
     """Per reply: exact, format, finished (an EOS within the budget), length; lists in batch order."""
     replies = model.responses_text(rollout)
     return {"exact": [exact(r, a) for r, a in zip(replies, answers)],

@@ -105,13 +105,13 @@ def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine
 
 def test_the_token_panel_colours_the_chosen_reply_by_the_chosen_quantity():
     from course_lib import widgets
-    from course_lib.lm import Rollout
+    from course_lib.lm import Replies
     q = tokens.Questions(["What is 1 + 1?"], [2], 2)
     resp = torch.tensor([[10, 11, 2], [12, 2, 2]])
-    roll = Rollout([[1], [1]], resp, torch.tensor([3, 2]), torch.zeros(2, 3), torch.tensor([False, False]), 1.0)
+    roll = Replies([[1], [1]], resp, torch.tensor([3, 2]), torch.zeros(2, 3), torch.tensor([False, False]), 1.0)
     texts = [["Two", " is", "<|im_end|>"], ["2", "<|im_end|>"]]
     logp = torch.tensor([[-0.5, -1.0, -0.1], [-2.0, -0.2, 0.0]])
-    batch = tokens.Batch(q, roll, texts, torch.tensor([0.0, 1.0]), torch.tensor([-0.7, 0.7]), logp, -logp)
+    batch = tokens.ScoredReplies(q, roll, texts, torch.tensor([0.0, 1.0]), torch.tensor([-0.7, 0.7]), logp, -logp)
     panel = widgets.token_panel(batch, {"entropy (nats)": batch.entropy, "log-prob": batch.logp})
     assert panel.controls["reply"].values() == [0, 1]
     page = panel.update(reply=1, quantity="log-prob")._repr_html_()

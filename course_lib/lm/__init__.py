@@ -9,9 +9,9 @@
 ``python -m course_lib.lm build`` builds the model's folder (``make model`` runs it).
 """
 from .model import (BUILD_COMMAND, CACHE_VARIABLE, GGUF_NAME, MANIFEST, MODEL, PADDINGS, PROMPT_PAD, ChatLM,
-                    ModelNotBuilt, Rollout, cache_dir, chat_ids, gguf_file, is_built, load, load_tokenizer,
+                    ModelNotBuilt, Replies, cache_dir, chat_ids, gguf_file, is_built, load, load_tokenizer,
                     pad_batch, prompt_rows, prompt_tensor, token_logp_entropy, top_p_filter)
 
 __all__ = ["BUILD_COMMAND", "CACHE_VARIABLE", "GGUF_NAME", "MANIFEST", "MODEL", "PADDINGS", "PROMPT_PAD", "ChatLM",
-           "ModelNotBuilt", "Rollout", "cache_dir", "chat_ids", "gguf_file", "is_built", "load", "load_tokenizer",
+           "ModelNotBuilt", "Replies", "cache_dir", "chat_ids", "gguf_file", "is_built", "load", "load_tokenizer",
            "pad_batch", "prompt_rows", "prompt_tensor", "token_logp_entropy", "top_p_filter"]

@@ -166,10 +166,12 @@ def chat_ids(tokenizer, user: str, system: str | None = None) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Rollout:
-    """Sampled responses: token ids ``[B, T]`` (padding after each length), ``lengths`` ``[B]`` (EOS
-    included), the sampler's own log-probs ``[B, T]`` of the chosen tokens under the tempered
-    distribution (0 on padding), and ``truncated`` ``[B]``: no EOS within ``max_new_tokens``."""
+class Replies:
+    """What ``ChatLM.sample`` returns: the prompts as token lists, the replies' token ids ``[B, T]`` (padding
+    after each length), ``lengths`` ``[B]`` (EOS included), the sampler's own log-probs ``[B, T]`` of the chosen
+    tokens under the tempered distribution (0 on padding), and ``truncated`` ``[B]``: no EOS within
+    ``max_new_tokens``. (The trainer's sampled batch is ``rl.policy.Rollout``, which ``lm.policy.ChatPolicy``
+    makes from this.)"""
     prompts: list[list[int]]
     response: torch.Tensor
     lengths: torch.Tensor
@@ -181,11 +183,11 @@ class Rollout:
     def mask(self) -> torch.Tensor:
         return lengths_mask(self.lengths, self.response.shape[1])
 
-    def rows(self, index) -> "Rollout":
+    def rows(self, index) -> "Replies":
         """A sub-batch (a slice, an index list or a bool mask over the B rows)."""
         idx = torch.arange(len(self.prompts))[index].tolist()
         idx = [idx] if isinstance(idx, int) else idx
-        return Rollout([self.prompts[i] for i in idx], self.response[idx], self.lengths[idx], self.logp[idx],
+        return Replies([self.prompts[i] for i in idx], self.response[idx], self.lengths[idx], self.logp[idx],
                        self.truncated[idx], self.temperature)
 
 
@@ -245,7 +247,7 @@ class ChatLM:
         """Each token as the text it adds (for token-by-token displays)."""
         return [self.tokenizer.decode([int(i)]) for i in ids]
 
-    def responses_text(self, rollout: Rollout) -> list[str]:
+    def responses_text(self, rollout: Replies) -> list[str]:
         return [self.decode(r[:n]) for r, n in zip(rollout.response.tolist(), rollout.lengths.tolist())]
 
     # ------------------------------------------------------------------ forwards
@@ -292,7 +294,7 @@ class ChatLM:
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
     def sample(self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-               top_p: float = 1.0, seed: int = 0, greedy: bool = False, share_prompts: bool = False) -> Rollout:
+               top_p: float = 1.0, seed: int = 0, greedy: bool = False, share_prompts: bool = False) -> Replies:
         """Sample one response per prompt with the KV cache, seeded (the same seed and prompts give the
         same tokens on the same float path). ``temperature`` > 0 divides the logits; ``top_p`` < 1 keeps the
         smallest set of tokens whose probability reaches it. The log-prob stored per token is that of the
@@ -337,7 +339,7 @@ class ChatLM:
             pos = pos + 1
             hidden, cache = self.body(tok[:, None], attn, cache, pos[:, None])
         T = int(lengths.max())
-        return Rollout([list(p) for p in prompts], out[:, :T].cpu(), lengths.cpu(), logp_out[:, :T].cpu(),
+        return Replies([list(p) for p in prompts], out[:, :T].cpu(), lengths.cpu(), logp_out[:, :T].cpu(),
                        (~done).cpu(), float(temperature))
 
     # ------------------------------------------------------------------ scoring

@@ -21,7 +21,7 @@ from ..advantages import group_advantages
 from ..masking import masked_mean
 from ..ratios import clip_stats
 from ..sim.kl import estimator_gradients
-from .model import ChatLM, Rollout
+from .model import ChatLM, Replies
 from .task import SYSTEM, Questions, addition_questions, last_integer  # noqa: F401 (chapter 12 reads them here)
 
 TIS_CAP = 2.0                           # verl's Token-TIS / Seq-TIS presets
@@ -57,7 +57,7 @@ def ratio_table(logp: Tensor, ref_logp: Tensor, mask: Tensor) -> dict:
 
 # ------------------------------------------------------------------------------------------- one step
 
-def reinforce_gradients(model: ChatLM, rollout: Rollout, adv: Tensor, *, micro_batch: int = 8) -> dict:
+def reinforce_gradients(model: ChatLM, rollout: Replies, adv: Tensor, *, micro_batch: int = 8) -> dict:
     """Gradients of the token-mean REINFORCE loss -A log pi (one GRPO step with pi = pi_old, where every
     ratio is 1 and no clip binds), accumulated over micro-batches; {parameter name: grad}."""
     params = dict(model.model.named_parameters())
@@ -133,7 +133,7 @@ def kl_estimates(logp: Tensor, ref_logp: Tensor, exact_tok: Tensor, mask: Tensor
 
 
 @torch.no_grad()
-def exact_kl_tokens(policy: ChatLM, ref: ChatLM, rollout: Rollout, *, micro_batch: int = 8):
+def exact_kl_tokens(policy: ChatLM, ref: ChatLM, rollout: Replies, *, micro_batch: int = 8):
     """At every response position: exact KL(pi || pi_ref) over the vocabulary [B, T], and both models'
     log-probs of the sampled tokens [B, T] (at the rollout's temperature)."""
     kls, lps, refs = [], [], []
@@ -152,7 +152,7 @@ def exact_kl_tokens(policy: ChatLM, ref: ChatLM, rollout: Rollout, *, micro_batc
 
 
 @torch.no_grad()
-def gradient_check(policy: ChatLM, ref: ChatLM, rollout: Rollout, n_positions: int = 64) -> dict:
+def gradient_check(policy: ChatLM, ref: ChatLM, rollout: Replies, n_positions: int = 64) -> dict:
     """At the first n response positions of the rollout, the expected gradient of each estimator used as
     a loss (exact over the vocabulary, ``sim.kl.estimator_gradients``) against the gradients of the
     reverse KL(pi || pi_ref) and the forward KL(pi_ref || pi): relative gaps |g - target| / |target|."""
@@ -170,7 +170,7 @@ def gradient_check(policy: ChatLM, ref: ChatLM, rollout: Rollout, n_positions: i
 
 # ------------------------------------------------------------------------------------------- entropy
 
-def entropy_shares(model: ChatLM, rollout: Rollout, temperatures=(0.3, 0.5, 0.7, 1.0), *,
+def entropy_shares(model: ChatLM, rollout: Replies, temperatures=(0.3, 0.5, 0.7, 1.0), *,
                    micro_batch: int = 8) -> dict:
     """The share of response tokens whose entropy exceeds 0.672 nats, and the mean and median entropy,
     of the tempered distribution at each temperature, at the positions of the given rollout."""
@@ -197,11 +197,12 @@ SIZE = {"n_prompts": 8, "group_size": 4, "max_new_tokens": 40, "temperature": 1.
 
 
 @dataclass
-class Batch:
-    """One sampled batch of the chapter: the questions, the rollout (fp32 sampler), the token texts,
-    rewards and GRPO advantages, and the fp32 re-forward's log-probs and entropies [B, T]."""
+class ScoredReplies:
+    """Chapter 12's measured replies: the questions, the replies (fp32 sampler), the token texts, rewards and
+    GRPO advantages, and the fp32 re-forward's log-probs and entropies [B, T]. (The trainer learns from an
+    ``rl.rollout.Batch``.)"""
     questions: Questions
-    rollout: Rollout
+    rollout: Replies
     texts: list[list[str]]
     rewards: Tensor
     adv: Tensor
@@ -210,7 +211,7 @@ class Batch:
 
 
 def sample_batch(model: ChatLM, seed: int, *, n_prompts: int = 8, group_size: int = 4,
-                 max_new_tokens: int = 40, temperature: float = 1.0) -> Batch:
+                 max_new_tokens: int = 40, temperature: float = 1.0) -> ScoredReplies:
     """Sample G replies to each of P addition questions (seeded), grade them, and re-score them in a
     full forward (log-probs and entropies at the sampling temperature)."""
     q = addition_questions(n_prompts, group_size, seed)
@@ -220,10 +221,10 @@ def sample_batch(model: ChatLM, seed: int, *, n_prompts: int = 8, group_size: in
         logp, ent = model.score(roll.prompts, roll.response, roll.lengths, temperature=temperature,
                                 entropy=True, micro_batch=8)
     texts = [model.token_texts(r[:n]) for r, n in zip(roll.response.tolist(), roll.lengths.tolist())]
-    return Batch(q, roll, texts, rewards, group_advantages(rewards, group_size), logp, ent)
+    return ScoredReplies(q, roll, texts, rewards, group_advantages(rewards, group_size), logp, ent)
 
 
-def precision_report(batch: Batch, models: dict[str, ChatLM], rows: int | None = None,
+def precision_report(batch: ScoredReplies, models: dict[str, ChatLM], rows: int | None = None,
                      alone_rows: int = 4) -> dict:
     """(a) The fp32 sampler against its own full re-forward, and each other precision's re-forward
     against fp32's on the same tokens (the first ``rows`` replies); plus, per precision, one reply alone
@@ -243,12 +244,12 @@ def precision_report(batch: Batch, models: dict[str, ChatLM], rows: int | None =
     return out
 
 
-def _row(roll: Rollout, b: int):
+def _row(roll: Replies, b: int):
     one = roll.rows([b])
     return one.prompts, one.response, one.lengths
 
 
-def step_reports(model: ChatLM, batch: Batch, lrs=LRS) -> tuple[dict, dict]:
+def step_reports(model: ChatLM, batch: ScoredReplies, lrs=LRS) -> tuple[dict, dict]:
     """(c) One AdamW step of the REINFORCE loss per learning rate, from the same gradients; for each,
     ``step_report`` on the training tokens. Returns (reports by lr, stepped models by lr)."""
     roll = batch.rollout
@@ -266,7 +267,7 @@ def step_reports(model: ChatLM, batch: Batch, lrs=LRS) -> tuple[dict, dict]:
     return reports, models
 
 
-def kl_report(new: ChatLM, old: ChatLM, batch: Batch, fresh_seed: int,
+def kl_report(new: ChatLM, old: ChatLM, batch: ScoredReplies, fresh_seed: int,
               max_new_tokens: int = SIZE["max_new_tokens"]) -> dict:
     """(b) KL(pi_new || pi_old) after one step, pi_old the model before it: k1, k2, k3 on fresh replies
     sampled from pi_new to the same prompts, against the exact KL at those positions; the same on the
@@ -292,7 +293,7 @@ def _jsonable(x):
 PRECISION_ROWS = 16                     # the first 16 replies: bf16 on a CPU without bf16 units is slow
 
 
-def summary(batch: Batch, precision: dict, steps: dict, kl: dict, entropy: dict) -> dict:
+def summary(batch: ScoredReplies, precision: dict, steps: dict, kl: dict, entropy: dict) -> dict:
     """One seed's measurements as JSON-able numbers (what benchmarks/real_lm_tokens.py stores)."""
     roll = batch.rollout
     return _jsonable({"pass@1": float(batch.rewards.mean()), "mean_length": float(roll.lengths.double().mean()),

@@ -5,7 +5,7 @@ from .core import Choice, Panel, Slider, panel
 
 
 def token_panel(batch, quantities: dict) -> Panel:
-    """``batch``: an ``lm.tokens.Batch``; ``quantities``: {name in ``plots.real_model.TOKEN_SCALES``:
+    """``batch``: an ``lm.tokens.ScoredReplies``; ``quantities``: {name in ``plots.real_model.TOKEN_SCALES``:
     [B, T] tensor}. The slider picks the reply, the drop-down the quantity that colours its tokens."""
     from ..plots.real_model import TokenView
 
