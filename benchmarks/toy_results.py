@@ -77,11 +77,11 @@ def _job(args):
 
 
 def _key(config: dict) -> str:
-    """A config as JSON, with fields added to ToyConfig since it was stored filled in with their
+    """A config as JSON, with fields added to RunConfig since it was stored filled in with their
     defaults (a run stored before a field existed ran with that field's default)."""
-    from course_lib.rl.config import ToyConfig
+    from course_lib.rl.config import RunConfig
     from course_lib.rl.history import config_record
-    return json.dumps({**config_record(ToyConfig()), **config}, sort_keys=True)
+    return json.dumps({**config_record(RunConfig()), **config}, sort_keys=True)
 
 
 def stored_runs(out_dir: str) -> dict:
@@ -127,13 +127,13 @@ def main(argv=None) -> None:
     COMPARISONS = run_sets(a.size)
     os.makedirs(a.out, exist_ok=True)
     if a.fingerprints:
-        from course_lib.rl.config import ToyConfig
+        from course_lib.rl.config import RunConfig
         from course_lib.toy.fingerprint import fingerprint
         for name in a.only:
             path = os.path.join(a.out, f"toy_{name}.json")
             with open(path) as f:
                 raw = json.load(f)
-            raw["meta"]["fingerprints"] = {label: fingerprint(ToyConfig(**hists[0]["config"]))
+            raw["meta"]["fingerprints"] = {label: fingerprint(RunConfig(**hists[0]["config"]))
                                            for label, hists in raw["runs"].items()}
             with open(path, "w") as f:
                 json.dump(raw, f, separators=(",", ":"))

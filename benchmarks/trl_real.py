@@ -152,7 +152,7 @@ def run_trl(cfg) -> dict:
     one step's start to the next one's), its phases, the mean reply length."""
     t0 = time.perf_counter()
     chat = lm.load("fp32")
-    data = dataset(task.ChatAdditionTask(n_heldout=cfg.n_heldout).questions("train"))
+    data = dataset(task.ChatAdditionTask(heldout_pairs=cfg.heldout_pairs).questions("train"))
     out = {"step_s": [], "mean_length": [], "reward": [], "grad_norm": []}
 
     class Clock(trl_toy.PhaseClock):

@@ -155,7 +155,7 @@ def trl_trainer(cfg, state: dict, steps: int, output_dir: str, callbacks=(), dty
     from datasets import Dataset
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
-    prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    prompts = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("train")
     data = Dataset.from_dict({"prompt": prompt_text(prompts)})
     args = GRPOConfig(**trl_settings(cfg, steps, cfg.seed, output_dir))
     trainer = GRPOTrainer(model=to_gpt2(state, cfg, dtype), reward_funcs=course_reward, args=args,
@@ -250,7 +250,7 @@ def run_course(cfg) -> dict:
 
 
 def run_trl(cfg, state: dict) -> dict:
-    held = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout")
+    held = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("heldout")
     tiny = build_model(cfg)
     out = {"reward": [], "heldout": [], "step_s": [], "tokens": [], "eval_steps": []}
 

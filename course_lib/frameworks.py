@@ -6,7 +6,7 @@ OpenRLHF 0.11.2, the versions in VERSIONS):
     KNOBS, METRICS   each concept / monitor of the course with its name and default in the three
                      frameworks (the defaults are the installed ones: tests/peers/test_knobs.py)
     NORMALISERS      each framework's aggregation setting, expressed through course_lib.aggregation
-    to_verl / to_trl / to_openrlhf   a chapter-07 ToyConfig -> the settings that run the same recipe at
+    to_verl / to_trl / to_openrlhf   a chapter-07 RunConfig -> the settings that run the same recipe at
                      scale; each is composed, constructed or parsed by its framework in
                      tests/peers/test_translations.py and test_semantics.py
 
@@ -491,7 +491,7 @@ A = "actor_rollout_ref.actor."
 
 
 def resolved_loss_knobs(cfg) -> dict:
-    """The loss knobs a ToyConfig runs with: the config's own, else the loss function's defaults
+    """The loss knobs a RunConfig runs with: the config's own, else the loss function's defaults
     (what the toy trainer passes), plus ``loss`` (its registry name) and ``std_scaling``."""
     from . import losses
     from .rl.loss_step import loss_knobs
@@ -555,7 +555,7 @@ def _verl_loss(k, max_len) -> list:
 
 
 def to_verl(cfg) -> list[tuple[str, object, str]]:
-    """A ToyConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo`` (verl 0.9.1);
+    """A RunConfig -> [(Hydra key, value, note)] for ``python -m verl.trainer.main_ppo`` (verl 0.9.1);
     a key starting with '+' adds a key the base config lacks; one starting with '#' is a note only."""
     k = resolved_loss_knobs(cfg)
     loss = k["loss"]
@@ -643,7 +643,7 @@ def _mismatch_note(cfg) -> list:
     return []
 
 
-# Every ToyConfig field a translation carries over where it takes effect, as a setting or as a note saying
+# Every RunConfig field a translation carries over where it takes effect, as a setting or as a note saying
 # the framework has none; each other field that differs from its default is named in a "# not translated"
 # note (tests/test_frameworks_knobs.py changes every field and checks that each translation changes).
 _CARRIED = frozenset({
@@ -658,19 +658,19 @@ CARRIED = {"verl": _CARRIED | {"tau_pos", "tau_neg", "max_sampling_rounds"},
 
 
 def not_translated(cfg, framework: str) -> list:
-    """The note naming every field of ``cfg`` that differs from ToyConfig's default and that the
+    """The note naming every field of ``cfg`` that differs from RunConfig's default and that the
     translation for ``framework`` does not carry: the toy's own (task, model, warm start, evaluation) or
     knobs the framework's translation leaves to the reader."""
     from dataclasses import fields
-    from .rl.config import ToyConfig
-    base = ToyConfig()
-    left = [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(ToyConfig)
+    from .rl.config import RunConfig
+    base = RunConfig()
+    left = [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(RunConfig)
             if f.name not in CARRIED[framework] and getattr(cfg, f.name) != getattr(base, f.name)]
     return [("# not translated", None, ", ".join(left))] if left else []
 
 
 def _rows_per_piece(cfg) -> tuple[int, int]:
-    """(completions per optimiser step on one rank, completions per micro-batch) of a ToyConfig."""
+    """(completions per optimiser step on one rank, completions per micro-batch) of a RunConfig."""
     per_rank = cfg.batch_size // (cfg.minibatches * cfg.world_size)
     return per_rank, per_rank // cfg.micro_batches
 
@@ -715,7 +715,7 @@ TRL_NO_ADV = {"reinforce_pp": "TRL has no REINFORCE++ advantage (verl: reinforce
 
 
 def to_trl(cfg) -> list[tuple[str, object, str]]:
-    """A ToyConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
+    """A RunConfig -> [(GRPOConfig keyword, value, note)] (TRL 1.16.0); a key starting with '#' is a
     note only (no TRL setting does it).
 
     The batch: one generation batch of B = P G completions, split into ``minibatches`` optimiser steps,
@@ -828,7 +828,7 @@ O = "--algo."
 
 
 def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
-    """A ToyConfig -> [(command-line flag, value, note)] for OpenRLHF 0.11.2's
+    """A RunConfig -> [(command-line flag, value, note)] for OpenRLHF 0.11.2's
     ``openrlhf.cli.train_ppo_ray``; value True is a bare switch, a list is several values, a key
     starting with '#' is a note only."""
     k = resolved_loss_knobs(cfg)
@@ -1098,15 +1098,15 @@ TRL_RUN_KEYS = {"config", "trl_config", "environment", "runs", "repeats", "step_
 
 
 def load_trl_run(path) -> dict:
-    """Read benchmarks/trl_toy.py's stored run -> its record, with ``toy_config`` (the ToyConfig both
+    """Read benchmarks/trl_toy.py's stored run -> its record, with ``toy_config`` (the RunConfig both
     trainers ran) added. Per trainer (``runs["course"]``, ``runs["TRL"]``): the sampled reward of every
     step, the greedy held-out accuracy [(step, acc)], the wall time of every step, and a summary."""
-    from .rl.config import ToyConfig
+    from .rl.config import RunConfig
     with open(path) as f:
         data = json.load(f)
     if not TRL_RUN_KEYS <= set(data) or set(data["runs"]) != {"course", "TRL"}:
         raise ValueError(f"{path} is not a record of benchmarks/trl_toy.py (needs {sorted(TRL_RUN_KEYS)})")
-    data["toy_config"] = ToyConfig(**data["config"])
+    data["toy_config"] = RunConfig(**data["config"])
     return data
 
 

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from course_lib.rl.checkpoint import Checkpoint
-from course_lib.rl.config import ToyConfig
+from course_lib.rl.config import RunConfig
 from course_lib.rl import train
 
-TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2, warm_steps=300,
-                 warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2, lr=3e-3, warmup_steps=3,
+TINY = RunConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2, warm_steps=300,
+                 warm_target=None, warm_lr=1e-2, heldout_questions=64, eval_every=2, lr=3e-3, warmup_steps=3,
                  device="cpu", mismatch="stale", stale_steps=2, dynamic_sampling=True, minibatches=2)
 
 pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
@@ -43,7 +43,7 @@ def test_the_resumed_run_takes_nothing_from_its_own_warm_start(tmp_path, monkeyp
     """On another machine the warm start would round differently: the policy, the reference (under a KL
     term) and the stale sampler's weights all come from the file."""
     from course_lib.rl import trainer
-    cfg = ToyConfig(**{**TINY.__dict__, "kl_coef": 0.1})
+    cfg = RunConfig(**{**TINY.__dict__, "kl_coef": 0.1})
     straight = train(cfg, progress=False)
     path = tmp_path / "run.pt"
     train(cfg, progress=False, stop_after=3, checkpoint=Checkpoint(path))
@@ -79,7 +79,7 @@ def test_resuming_from_a_missing_file_names_it(tmp_path):
 def test_another_configs_checkpoint_is_refused_with_the_fields_that_differ(tmp_path):
     path = tmp_path / "run.pt"
     train(TINY, progress=False, stop_after=1, checkpoint=Checkpoint(path))
-    other = ToyConfig(**{**TINY.__dict__, "lr": 1e-3})
+    other = RunConfig(**{**TINY.__dict__, "lr": 1e-3})
     with pytest.raises(ValueError, match=r"another config: lr 0\.003 there, 0\.001 here"):
         train(other, progress=False, checkpoint=Checkpoint(path, resume=True))
 
@@ -91,6 +91,6 @@ def test_every_must_be_a_positive_int(every):
 
 
 def test_a_run_on_ranks_is_not_checkpointed(tmp_path):
-    cfg = ToyConfig(**{**TINY.__dict__, "world_size": 2, "dynamic_sampling": False})
+    cfg = RunConfig(**{**TINY.__dict__, "world_size": 2, "dynamic_sampling": False})
     with pytest.raises(ValueError, match="world_size must be 1"):
         train(cfg, progress=False, checkpoint=Checkpoint(tmp_path / "c.pt"))

@@ -7,7 +7,7 @@ import pytest
 
 from course_lib.metrics import check_keys
 from course_lib.toy import diagnosis
-from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.config import RunConfig, make_config
 from course_lib.rl.history import History, config_record, load_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_heldout_runs_are_other_runs_than_the_gallery_under_opaque_names():
     for name, hists in runs.items():
         want = {k: v for k, v in config_record(base[name]).items() if k != "seed"}
         for h in hists:               # a field added after the file was made: the run had its default
-            stored = {**config_record(ToyConfig()), **h.config}
+            stored = {**config_record(RunConfig()), **h.config}
             assert {k: stored[k] for k in want} == want, name
     assert not (ROOT / "notebooks" / "data" / HELDOUT_FILE.name).exists()
     assert json.dumps(diagnosis.heldout_labels()) not in HELDOUT_FILE.read_text()

@@ -1,6 +1,6 @@
 """course_lib.frameworks: the knob table against what the peers tests read from the installed frameworks
 (notebooks/data/framework_defaults.json), each framework's normaliser against
-hand-computed weights, the ToyConfig -> verl / TRL translations, the stored peer-test reader."""
+hand-computed weights, the RunConfig -> verl / TRL translations, the stored peer-test reader."""
 from __future__ import annotations
 
 import ast

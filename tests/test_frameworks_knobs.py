@@ -1,6 +1,6 @@
 """Every knob of the toy reaches each translation (course_lib.frameworks.to_verl / to_trl / to_openrlhf).
 
-For every field of ToyConfig, a config that differs from a reference in that field alone (in a context where
+For every field of RunConfig, a config that differs from a reference in that field alone (in a context where
 the field takes effect: overlong_cache with the overlong penalty on, kl_estimator with a KL term, ...) must
 give each framework's translation another text: a setting, a note that the framework has none, or the
 "# not translated" note naming the field. A knob the translation drops silently fails here (planted: drop
@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 import pytest
 
 from course_lib import frameworks as fw
-from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.config import RunConfig, make_config
 
 # field -> (a non-default value, the other fields it needs to take effect)
 CHANGES = {
@@ -25,7 +25,8 @@ CHANGES = {
     "precision": ("bf16", {}),
     "sampler_precision": ("bf16", {}),
     "eval_every": (10, {}),
-    "n_heldout": (100, {}),
+    "heldout_questions": (100, {}),
+    "heldout_pairs": (10, {"policy": "smollm2", "task": "chat_addition"}),
     "n_layer": (3, {}),
     "d_model": (128, {}),
     "n_head": (8, {}),
@@ -83,7 +84,7 @@ CHANGES = {
 TEXTS = {"verl": fw.verl_text, "TRL": fw.trl_text, "OpenRLHF": fw.openrlhf_text}
 
 
-def pair(name: str) -> tuple[ToyConfig, ToyConfig]:
+def pair(name: str) -> tuple[RunConfig, RunConfig]:
     """(reference, the reference with ``name`` changed), both valid, differing in ``name`` alone."""
     value, context = CHANGES[name]
     base = make_config("smoke", **context)
@@ -97,7 +98,7 @@ MODEL_FIELDS = ("policy",)
 
 def test_every_toyconfig_field_has_a_change_here():
     # a new knob without an entry fails: it must be translated or named as not translated
-    assert sorted(CHANGES) == sorted(f.name for f in fields(ToyConfig) if f.name not in MODEL_FIELDS)
+    assert sorted(CHANGES) == sorted(f.name for f in fields(RunConfig) if f.name not in MODEL_FIELDS)
 
 
 @pytest.mark.parametrize("framework", sorted(TEXTS))

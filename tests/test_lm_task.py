@@ -36,7 +36,7 @@ def test_the_split_is_by_pair_fixed_and_covers_every_pair_once():
     assert not set(train) & set(held) and set(train) | set(held) == {(a, b) for a in range(10) for b in range(10)}
     assert held == ChatAdditionTask().pairs("heldout")                       # the same every time
     assert held != ChatAdditionTask(split_seed=7).pairs("heldout")
-    assert len(ChatAdditionTask(n_heldout=30).pairs("heldout")) == 30
+    assert len(ChatAdditionTask(heldout_pairs=30).pairs("heldout")) == 30
 
 
 def test_no_held_out_sum_is_asked_in_training_in_any_wording():
@@ -60,8 +60,8 @@ def test_questions_repeat_each_prompt_in_a_contiguous_group_and_grade_in_order()
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="split must be"):
         ChatAdditionTask().pairs("test")
-    with pytest.raises(ValueError, match="n_heldout must be in 1..99"):
-        ChatAdditionTask(n_heldout=0)
+    with pytest.raises(ValueError, match="heldout_pairs must be in 1..99"):
+        ChatAdditionTask(heldout_pairs=0)
     with pytest.raises(ValueError, match="verifier must be one of"):
         Questions(["q"], [1], 1).rewards(["1"], "contains")
     with pytest.raises(ValueError, match="3 replies for 1 questions x G = 2"):

@@ -63,15 +63,15 @@ def test_passk_counts_draw_each_prompts_n_samples_from_that_prompt(monkeypatch):
 
     from course_lib.rl import registry
     from course_lib.toy import task as T
-    from course_lib.rl.config import ToyConfig
+    from course_lib.rl.config import RunConfig
     from course_lib.toy.long_answers import passk_counts
     from course_lib.rl import build_model
 
     @dataclass(frozen=True)
     class EvenTask(T.AdditionTask):
         verifiers: ClassVar[dict] = {"exact": lambda p, r: (T.decode_operands(p)[0] % 2 == 0).float()}
-    monkeypatch.setitem(registry.TASKS, "even", lambda n_heldout: EvenTask(n_heldout=n_heldout))
-    cfg = ToyConfig(task="even", n_layer=1, d_model=16, n_head=2, n_heldout=64, device="cpu")
+    monkeypatch.setitem(registry.TASKS, "even", lambda cfg: EvenTask(heldout_questions=cfg.heldout_questions))
+    cfg = RunConfig(task="even", n_layer=1, d_model=16, n_head=2, heldout_questions=64, device="cpu")
     counts = passk_counts(cfg, build_model(cfg).state_dict(), n=5, n_prompts=12, chunk=7)
     a, _ = T.decode_operands(registry.make_task(cfg).prompts("heldout")[:12])
     want = [5 if x % 2 == 0 else 0 for x in a.tolist()]

@@ -59,9 +59,9 @@ def test_the_trainer_calls_each_hook_of_the_policy(monkeypatch):
     """pi_ref comes from the policy's ``reference``, is ``release``d after every step that scored with it, and
     the forwards without gradient take ``score_rows`` rows at a time; planting any of them ignored fails here."""
     from course_lib.rl import trainer
-    from course_lib.rl.config import ToyConfig
-    cfg = ToyConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
-                    warm_target=None, n_heldout=16, eval_every=2, device="cpu", kl_coef=0.1, minibatches=2)
+    from course_lib.rl.config import RunConfig
+    cfg = RunConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                    warm_target=None, heldout_questions=16, eval_every=2, device="cpu", kl_coef=0.1, minibatches=2)
     built = []
 
     def instrumented(cfg, device, dtype=torch.float32, *, progress=False):
@@ -86,3 +86,53 @@ def test_the_real_models_reference_has_no_state_for_a_checkpoint_to_keep():
     assert ref.state_dict() == {} and ref.load_state_dict({}) is None and ref.policy is None
     with pytest.raises(ValueError, match="reloads its weights"):
         ref.load_state_dict({"w": torch.zeros(1)})
+
+
+class FrozenEmbeddings(TinyGPT):
+    """A TinyGPT whose token and position embeddings stay as they start: its ``trainable_parameters`` leave them
+    out (the way an adapter-wrapped model offers only its adapters)."""
+
+    def trainable_parameters(self):
+        return [p for name, p in self.named_parameters() if not name.startswith(("tok.", "pos."))]
+
+
+def test_the_optimiser_updates_the_policys_trainable_parameters_and_no_other(monkeypatch):
+    """Every parameter still requires a gradient, so an optimiser built on ``parameters()`` (planted) moves the
+    embeddings too and fails here."""
+    from course_lib.rl import registry
+    monkeypatch.setitem(registry.POLICIES, "tiny_gpt", FrozenEmbeddings)
+    cfg = rl.RunConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                       warm_target=None, heldout_questions=16, eval_every=2, device="cpu", lr=1e-2, warmup_steps=1,
+                       length_bonus=0.5)                         # rewards that differ within a group
+    start = rl.initial_policy(cfg, torch.device("cpu"))[1]
+    end = rl.train(cfg, progress=False).final_state
+    frozen = [n for n in start if n.startswith(("tok.", "pos."))]
+    assert frozen and all(torch.equal(start[n], end[n]) for n in frozen)
+    assert not torch.equal(start["head.weight"], end["head.weight"])          # the rest trained
+
+
+def test_a_run_stores_the_fields_that_apply_to_it_and_none_of_another_plug_ins():
+    toy, real = rl.make_config("smoke"), rl.make_config("real")
+    toy_rec, real_rec = rl.config_record(toy), rl.config_record(real)
+    toys_own = set(TinyGPT.config_fields) | {"heldout_questions"}
+    assert toys_own <= set(toy_rec) and "heldout_pairs" not in toy_rec
+    assert not toys_own & set(real_rec) and real_rec["heldout_pairs"] == 20
+    assert set(toy_rec) - toys_own == set(real_rec) - {"heldout_pairs"}         # every shared field, in both
+    assert rl.RunConfig(**real_rec) == real and rl.RunConfig(**toy_rec) == toy  # a record rebuilds its config
+
+
+@pytest.mark.parametrize("size, name, value", [("real", "d_model", 128), ("real", "warm_steps", 0),
+                                               ("real", "heldout_questions", 100), ("smoke", "heldout_pairs", 5)])
+def test_setting_a_field_another_plug_in_reads_is_an_error_naming_it(size, name, value):
+    with pytest.raises(ValueError, match=rf"{name}={value!r} is read by neither the policy"):
+        rl.make_config(size, **{name: value})
+
+
+def test_a_plug_in_that_reads_a_field_the_config_lacks_is_told_which(monkeypatch):
+    from course_lib.rl import registry
+
+    class Wide(TinyGPT):
+        config_fields = TinyGPT.config_fields + ("n_experts",)
+    monkeypatch.setitem(registry.POLICIES, "tiny_gpt", Wide)
+    with pytest.raises(ValueError, match=r"policy 'tiny_gpt' reads config fields \['n_experts'\], which RunConfig"):
+        rl.make_config("smoke")

@@ -13,11 +13,11 @@ from course_lib.advantages import group_advantages
 from course_lib.lm.policy import ChatPolicy, build_policy
 from course_lib.lm.task import SYSTEM, VERIFIERS, chat_task
 from course_lib.rl import trainer
-from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.config import RunConfig, make_config
 from course_lib.rl.registry import POLICIES, TASKS
 
 SMALL = dict(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=8, micro_batches=2, eval_every=2,
-             n_heldout=2)                    # 6 held-out questions: a quick evaluation
+             heldout_pairs=2)                    # 6 held-out questions: a quick evaluation
 
 
 SIGNAL_SEED = 1          # its first step draws a group whose two replies differ in reward
@@ -34,7 +34,7 @@ def test_the_trainer_hands_back_the_memory_the_real_model_s_steps_free(policy):
 
 @pytest.fixture(scope="module")
 def task():
-    return chat_task(20)
+    return chat_task(make_config("real"))
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +82,11 @@ def test_a_verifier_that_raises_names_the_prompt_and_the_reply(task, monkeypatch
 
 def test_config_names_the_known_policies_and_tasks():
     with pytest.raises(ValueError, match="policy must be one of \\['smollm2', 'tiny_gpt'\\], got 'gpt2'"):
-        ToyConfig(policy="gpt2")
+        RunConfig(policy="gpt2")
     with pytest.raises(ValueError, match="task must be one of .*'chat_addition'"):
-        ToyConfig(task="sorting")
+        RunConfig(task="sorting")
     with pytest.raises(ValueError, match="'chat_addition' task's token ids are the 'smollm2' policy's"):
-        ToyConfig(task="chat_addition", n_heldout=20)
+        RunConfig(task="chat_addition", heldout_pairs=20)
     assert tuple(POLICIES) == ("tiny_gpt", "smollm2") and "chat_addition" in TASKS
     assert make_config("real").policy == "smollm2"
 
@@ -160,7 +160,7 @@ def test_a_short_run_trains_and_its_reference_is_the_starting_model():
 
 def test_the_gpu_size_runs_a_step_on_the_cpu():
     cfg = make_config("real_gpu", steps=1, prompts_per_step=2, group_size=2, max_new_tokens=6, minibatches=2,
-                      micro_batches=1, eval_every=1, device="cpu", n_heldout=1)
+                      micro_batches=1, eval_every=1, device="cpu", heldout_pairs=1)
     hist = trainer.train(cfg, progress=False)
     assert cfg.precision == "bf16" and hist.rows[1]["samples/step"] == 4
 

@@ -125,7 +125,7 @@ def test_traces_verify_and_slips_break_the_answer():
 
 
 def test_prompts_split_once_and_decode():
-    task = S.ScratchpadTask(n_heldout=300)
+    task = S.ScratchpadTask(heldout_questions=300)
     train, held = task.prompts("train"), task.prompts("heldout")
     assert held.shape == (300, 8) and train.shape == (10 ** 6 - 300, 8)
     code = lambda p: set((p[:, :3] @ torch.tensor([100, 10, 1]) * 1000 + p[:, 4:7] @ torch.tensor([100, 10, 1])).tolist())

@@ -1,4 +1,4 @@
-"""ToyConfig knobs whose silent removal no other test noticed: the RL seed, the device and thread count,
+"""RunConfig knobs whose silent removal no other test noticed: the RL seed, the device and thread count,
 the arithmetic of every forward (warm start, sampler, held-out greedy decoding, learner), the policy's
 heads, the warm start's knobs, the sampler's temperature and logits noise, and dynamic sampling's cap on
 rounds. Each test fails when its knob is read nowhere (planted one at a time: the seed fixed at 0,
@@ -18,13 +18,13 @@ from course_lib.rl import registry
 from course_lib.toy import task as T
 from course_lib.toy import warm_start as W
 from course_lib.rl import trainer
-from course_lib.rl.config import ToyConfig
+from course_lib.rl.config import RunConfig
 from course_lib.toy.policy import TinyGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
 
-TINY = ToyConfig(steps=1, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
-                 warm_target=None, n_heldout=16, eval_every=1, device="cpu")
+TINY = RunConfig(steps=1, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                 warm_target=None, heldout_questions=16, eval_every=1, device="cpu")
 
 
 def _batches(cfg, monkeypatch) -> list:
@@ -117,7 +117,7 @@ def test_the_policy_has_the_configured_heads():
     computes what a TinyGPT with cfg.n_head heads computes, not what another head count does."""
     cfg = replace(TINY, d_model=16, n_head=2)
     model = rl.build_model(cfg)
-    seq = T.AdditionTask(n_heldout=16).prompts("heldout")[:8]                      # [8, 6]
+    seq = T.AdditionTask(heldout_questions=16).prompts("heldout")[:8]                      # [8, 6]
     with torch.no_grad():
         for n_head, same in ((2, True), (4, False)):
             ref = TinyGPT(1, 16, n_head, block_size=model.block_size)
@@ -138,13 +138,13 @@ class _Recorded(T.AdditionTask):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    monkeypatch.setitem(registry.TASKS, "recorded", lambda n_heldout: _Recorded(n_heldout=n_heldout))
+    monkeypatch.setitem(registry.TASKS, "recorded", lambda cfg: _Recorded(heldout_questions=cfg.heldout_questions))
     monkeypatch.setattr(W, "_WARM_CACHE", {})
     _Recorded.calls.clear()
     return _Recorded.calls
 
 
-def warm_cfg(**kw) -> ToyConfig:
+def warm_cfg(**kw) -> RunConfig:
     """The warm start's knobs away from their defaults, on the recording task (``recorded`` registers it)."""
     return replace(TINY, **{**dict(task="recorded", warm_steps=3, warm_batch=12, warm_noise=0.4, warm_lr=1e-3,
                                    max_new_tokens=5), **kw})

@@ -1,4 +1,4 @@
-"""Changes of configuration during a run (``ToyConfig.changes``): honoured at their step, exactly.
+"""Changes of configuration during a run (``RunConfig.changes``): honoured at their step, exactly.
 
 A run with ``changes={k: {knob: value}}`` must be the base run, row for row, before step k; from
 step k on, every piece of the step (sampler, verifier, rewards, targets, update, learning rate) must
@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from course_lib.rl import loss_step, trainer
-from course_lib.rl.config import CHANGEABLE, ToyConfig, make_config
+from course_lib.rl.config import CHANGEABLE, RunConfig, make_config
 from course_lib.toy.fingerprint import NONDETERMINISTIC
 from course_lib.rl import train
 
-TINY = ToyConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
-                 warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,
+TINY = RunConfig(steps=5, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
+                 warm_steps=20, warm_target=None, warm_lr=1e-2, heldout_questions=64, eval_every=2,
                  lr=3e-3, warmup_steps=1, device="cpu", overlong_penalty=True, overlong_cache=4)
 
 
@@ -41,7 +41,7 @@ def test_the_config_in_force_at_each_step():
     assert (cfg.at(2).temperature, cfg.at(2).lr, cfg.at(2).verifier) == (0.5, 3e-3, "contains")
     assert (cfg.at(5).temperature, cfg.at(5).lr) == (0.5, 0.01) and cfg.at(5).changes == ()
     assert cfg.at(5) == replace(TINY, temperature=0.5, verifier="contains", lr=0.01)
-    assert ToyConfig(**{**vars(cfg), "changes": [[2, [["temperature", 0.5], ["verifier", "contains"]]],
+    assert RunConfig(**{**vars(cfg), "changes": [[2, [["temperature", 0.5], ["verifier", "contains"]]],
                                                  [4, [["lr", 0.01]]]]}) == cfg      # the JSON form
 
 

@@ -9,7 +9,7 @@ import torch
 
 import reference as ref
 from course_lib import losses, rl
-from course_lib.rl import ToyConfig, loss_step, trainer
+from course_lib.rl import RunConfig, loss_step, trainer
 from course_lib.rl.config import CHOICES
 from course_lib.rl import registry
 from course_lib.toy.policy import sample
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")      # tests/conftest.py
 
 # DAPO's overlong penalty makes the reward length-dependent: signal in every group, ties rare, and
 # OPO's length weights matter; a warm start short enough that some answers are right
-ONE_STEP = ToyConfig(steps=1, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
-                     warm_steps=40, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=1,
+ONE_STEP = RunConfig(steps=1, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
+                     warm_steps=40, warm_target=None, warm_lr=1e-2, heldout_questions=64, eval_every=1,
                      lr=3e-3, warmup_steps=1, device="cpu", overlong_penalty=True, overlong_cache=4)
 
 

@@ -6,7 +6,7 @@ pi_old, correction weights, loss and d loss / d logp come from tests/reference.p
 loops, no course_lib); the expected parameter gradient is d logp / d theta (the learner's
 log-softmax at the temperature, written out here) contracted with that d loss / d logp. The
 trainer's own ``targets`` + ``update`` must give the same loss and the same gradient at every
-optimiser step. Every knob of ToyConfig that changes the update is covered.
+optimiser step. Every knob of RunConfig that changes the update is covered.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import torch
 import reference as ref
 from course_lib import rl
 from course_lib.rl import trainer
-from course_lib.rl.config import ToyConfig
+from course_lib.rl.config import RunConfig
 from course_lib.toy.policy import TinyGPT, sample
 from course_lib.toy.task import EOS, PROMPT_LEN, AdditionTask
 
@@ -30,7 +30,7 @@ REWARDS = [1.0, 0.0, 0.0, 1.0,  0.0, 0.0, 0.0, 0.0,  1.0, 1.0, 0.0, 1.0,  0.25, 
 LR = 0.05
 # "sampler" pi_old by default: its log-probs differ from the learner's, so ratios move off 1 and
 # every clip, gate and correction is exercised at the first optimiser step
-BASE = ToyConfig(prompts_per_step=P, group_size=G, n_layer=1, d_model=16, n_head=2,
+BASE = RunConfig(prompts_per_step=P, group_size=G, n_layer=1, d_model=16, n_head=2,
                  max_new_tokens=T_MAX, device="cpu", grad_clip=1e9, loss="ppo",
                  old_logp_source="sampler")
 EXPECTED_AGG = {name: d["agg"] for name, d in ref.DEFAULTS.items()}   # each loss's own default
@@ -49,7 +49,7 @@ def make_models(temperature: float):
     with torch.no_grad():
         for p in ref_model.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
-    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:P].repeat_interleave(G, dim=0)   # [B, Lp]
+    prompts = AdditionTask(heldout_questions=64).prompts("heldout")[:P].repeat_interleave(G, dim=0)   # [B, Lp]
     roll = sample(model, prompts, T_MAX, temperature=temperature,
                   generator=torch.Generator().manual_seed(2))
     noise = 0.4 * torch.randn(roll.rollout_logp.shape, generator=torch.Generator().manual_seed(3))
@@ -125,7 +125,7 @@ class Recorder(torch.optim.SGD):
         return super().step(closure)
 
 
-def run_oracle(cfg: ToyConfig, tol: float = 2e-4, loss_atol: float = 1e-6):
+def run_oracle(cfg: RunConfig, tol: float = 2e-4, loss_atol: float = 1e-6):
     model, ref_model, batch = make_models(cfg.temperature)
     hand_model = copy.deepcopy(model)
     # what the trainer does
@@ -314,11 +314,11 @@ def test_several_updates_per_batch_still_recompute_pi_old_before_the_first():
 
 def test_the_reference_forward_runs_only_for_a_kl_term_an_evaluation_or_the_monitor():
     small = dict(steps=3, eval_every=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2,
-                 warm_steps=0, n_heldout=16, device="cpu")
+                 warm_steps=0, heldout_questions=16, device="cpu")
     has_kl = lambda h: [r["step"] for r in h.rows[1:] if "kl/ref" in r]            # noqa: E731
-    assert has_kl(trainer.train(ToyConfig(**small), progress=False)) == [2, 3]     # evaluations, last step
-    assert has_kl(trainer.train(ToyConfig(**small, monitor_kl_ref=True), progress=False)) == [1, 2, 3]
-    assert has_kl(trainer.train(ToyConfig(**small, kl_coef=0.1), progress=False)) == [1, 2, 3]
+    assert has_kl(trainer.train(RunConfig(**small), progress=False)) == [2, 3]     # evaluations, last step
+    assert has_kl(trainer.train(RunConfig(**small, monitor_kl_ref=True), progress=False)) == [1, 2, 3]
+    assert has_kl(trainer.train(RunConfig(**small, kl_coef=0.1), progress=False)) == [1, 2, 3]
 
 
 def test_the_targets_flops_count_the_reference_forward_exactly_when_it_runs():
@@ -327,12 +327,12 @@ def test_the_targets_flops_count_the_reference_forward_exactly_when_it_runs():
     step: step 2 here). One forward of the batch is a third of flops/learn (one epoch: every row once,
     forward and backward)."""
     small = dict(steps=2, eval_every=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2,
-                 warm_steps=0, n_heldout=16, device="cpu")
+                 warm_steps=0, heldout_questions=16, device="cpu")
     passes = {"fused": ({}, [0, 1]), "fused,kl": (dict(kl_coef=0.1), [1, 1]),
               "minibatches=2": (dict(minibatches=2), [1, 2]),
               "minibatches=2,kl": (dict(minibatches=2, kl_coef=0.1), [2, 2])}
     for name, (kw, want) in passes.items():
-        rows = trainer.train(ToyConfig(**small, **kw), progress=False).rows[1:]
+        rows = trainer.train(RunConfig(**small, **kw), progress=False).rows[1:]
         got = [r["flops/targets"] / (r["flops/learn"] / 3) for r in rows]
         assert got == pytest.approx(want, rel=1e-12), f"{name}: {got} forwards, expected {want}"
 

@@ -24,7 +24,7 @@ from course_lib.losses import FRAMEWORK_LOSSES, LOSSES, resolve_loss
 from course_lib.rl.split import BATCH_STATISTIC_LOSSES
 from course_lib.rl import trainer
 from course_lib.ranks import run_ranks
-from course_lib.rl.config import ToyConfig
+from course_lib.rl.config import RunConfig
 from course_lib.toy.tokens import EOS, PAD
 from test_toy_oracle import BASE, make_models
 
@@ -93,19 +93,19 @@ def test_a_split_without_the_rule_fails(setup, full, monkeypatch):
 
 def test_the_split_knobs_refuse_what_they_cannot_split():
     with pytest.raises(ValueError, match="world_size must be an int >= 1"):
-        ToyConfig(world_size=0)
+        RunConfig(world_size=0)
     with pytest.raises(ValueError, match=r"minibatches x world_size \(1 x 3\) must divide prompts_per_step"):
-        ToyConfig(world_size=3)
+        RunConfig(world_size=3)
     with pytest.raises(ValueError, match="micro_batches .* must be at most the rows"):
-        ToyConfig(prompts_per_step=4, group_size=2, world_size=2, micro_batches=5)
+        RunConfig(prompts_per_step=4, group_size=2, world_size=2, micro_batches=5)
     with pytest.raises(ValueError, match="'clip_cov' centres on statistics of the whole batch"):
-        ToyConfig(loss="clip_cov", micro_batches=2)
+        RunConfig(loss="clip_cov", micro_batches=2)
     with pytest.raises(ValueError, match="dynamic_sampling=True needs statistics of the whole batch"):
-        ToyConfig(world_size=2, dynamic_sampling=True)
+        RunConfig(world_size=2, dynamic_sampling=True)
     with pytest.raises(ValueError, match="run it with train_distributed"):
-        trainer.train(ToyConfig(world_size=2, steps=1, warm_steps=0), progress=False)
+        trainer.train(RunConfig(world_size=2, steps=1, warm_steps=0), progress=False)
     with pytest.raises(ValueError, match="world_size must be >= 2 for train_distributed"):
-        trainer.train_distributed(ToyConfig())
+        trainer.train_distributed(RunConfig())
 
 
 # ---- precision: a micro-batched loss forward runs in the requested arithmetic ----------------------
@@ -225,8 +225,8 @@ def test_ranks_whose_responses_differ_in_length_get_the_full_batch_advantages():
 def test_train_distributed_gives_each_rank_its_share_of_the_prompts():
     """A whole run on 2 gloo ranks: each rank samples prompts_per_step / 2 groups, so a step's sampling
     metrics (all-gathered) count the configured batch once, and the run learns (GPG's alpha over both)."""
-    cfg = ToyConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
-                    n_heldout=16, eval_every=2, device="cpu", world_size=2, adv_estimator="gpg",
+    cfg = RunConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
+                    heldout_questions=16, eval_every=2, device="cpu", world_size=2, adv_estimator="gpg",
                     overlong_penalty=True, overlong_cache=4)
     h = trainer.train_distributed(cfg, timeout_s=120)
     assert [r["samples/step"] for r in h.rows[1:]] == [16, 16]

@@ -29,7 +29,7 @@ import torch
 
 from course_lib import losses
 from course_lib.toy import fingerprint as fp
-from course_lib.rl.config import ToyConfig, make_config
+from course_lib.rl.config import RunConfig, make_config
 from course_lib.rl.history import config_record, cpu_identity, environment, load_results, replays_here
 from course_lib.rl import train
 
@@ -64,7 +64,7 @@ def _first_runs():
 @functools.lru_cache(maxsize=None)
 def _fingerprint(config_json: str) -> dict:
     """One fingerprint per config: the two sweeps of a long-task comparison store the same configs."""
-    return fp.fingerprint(ToyConfig(**json.loads(config_json)))
+    return fp.fingerprint(RunConfig(**json.loads(config_json)))
 
 
 @pytest.mark.parametrize("path, meta, label, stored", list(_first_runs()))
@@ -72,7 +72,7 @@ def test_fingerprint_of_every_stored_run_matches_the_code(path, meta, label, sto
     want = meta.get("fingerprints", {}).get(label)
     assert want is not None, f"{path.name} / {label}: no fingerprint stored; regenerate: {_regen(path, meta)}"
     assert len(want) >= 40, f"{path.name} / {label}: only {len(want)} values in its fingerprint"
-    config = config_record(ToyConfig(**stored.config))           # fields added since, at their defaults
+    config = config_record(RunConfig(**stored.config))           # fields added since, at their defaults
     moved = fp.differences(want, _fingerprint(json.dumps(config, sort_keys=True)))
     assert not moved, (f"{path.name} / {label}: the code no longer does what made this file; "
                        f"regenerate it: {_regen(path, meta)}\n  " + "\n  ".join(moved[:8]))
@@ -100,7 +100,7 @@ def _replay(path: Path) -> int:
         before = torch.get_num_threads()
         torch.set_num_threads(meta.get("threads_per_run", 1))
         try:
-            rows = train(ToyConfig(**stored.config), progress=False, stop_after=REPLAY_STEPS).rows
+            rows = train(RunConfig(**stored.config), progress=False, stop_after=REPLAY_STEPS).rows
         finally:
             torch.set_num_threads(before)
         fresh = {r["step"]: r for r in rows}

@@ -47,7 +47,7 @@ def _slow_reward(prompt, response) -> float:
 
 def test_reward_equals_string_reference_on_random_and_near_correct_responses():
     g = torch.Generator().manual_seed(0)
-    prompts = AdditionTask(n_heldout=300).prompts("heldout")
+    prompts = AdditionTask(heldout_questions=300).prompts("heldout")
     noisy = imperfect_answers(prompts, 0.5, g, 6)                # mostly near-correct strings
     rand = torch.randint(0, 13, (300, 6), generator=g)           # arbitrary strings (no PAD)
     for resp in (noisy, rand):
@@ -72,7 +72,7 @@ def test_lenient_verifier_accepts_the_sum_anywhere_before_eos(a, b, response, ex
 
 def test_lenient_verifier_equals_string_reference_and_accepts_more_than_the_exact_one():
     g = torch.Generator().manual_seed(1)
-    prompts = AdditionTask(n_heldout=400).prompts("heldout")
+    prompts = AdditionTask(heldout_questions=400).prompts("heldout")
     noisy = imperfect_answers(prompts, 0.5, g, 6)
     rand = torch.randint(0, 13, (400, 6), generator=g)
     digits = torch.randint(0, 10, (400, 6), generator=g)          # long digit strings: many hits

@@ -9,7 +9,7 @@ import torch
 import reference as ref
 from course_lib import advantages, losses, rl
 from course_lib.metrics import METRICS
-from course_lib.rl import ToyConfig, load_histories, make_config, save_histories, train, trainer
+from course_lib.rl import RunConfig, load_histories, make_config, save_histories, train, trainer
 from course_lib.rl.policy import Rollout
 from course_lib.rl import progress
 from course_lib.toy.policy import sample
@@ -17,8 +17,8 @@ from course_lib.toy.task import EOS, PAD, AdditionTask, to_text
 from course_lib.rl import loss_knobs
 from course_lib.toy.warm_start import warm_start
 
-TINY = ToyConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
-                 warm_steps=20, warm_target=None, warm_lr=1e-2, n_heldout=64, eval_every=2,
+TINY = RunConfig(steps=2, prompts_per_step=8, group_size=4, n_layer=1, d_model=32, n_head=2,
+                 warm_steps=20, warm_target=None, warm_lr=1e-2, heldout_questions=64, eval_every=2,
                  lr=3e-3, warmup_steps=1, device="cpu",
                  overlong_penalty=True, overlong_cache=4)   # length-dependent rewards: signal in every group
 
@@ -63,7 +63,7 @@ def test_a_short_run_raises_the_reward_and_lowers_the_loss_on_a_fixed_batch():
     start, end = rl.build_model(LEARN), rl.build_model(LEARN)
     start.load_state_dict(warm_start(LEARN)[0])
     end.load_state_dict(hist.final_state)
-    prompts = AdditionTask(n_heldout=LEARN.n_heldout).prompts("train")[:32].repeat_interleave(8, dim=0)
+    prompts = AdditionTask(heldout_questions=LEARN.heldout_questions).prompts("train")[:32].repeat_interleave(8, dim=0)
     roll = sample(start, prompts, LEARN.max_new_tokens, generator=torch.Generator().manual_seed(5))
     r = rl.shaped_rewards(LEARN, AdditionTask.reward(prompts, roll.responses), roll.mask.sum(1))
     adv = advantages.group_advantages(r, 8)                                      # [B]
@@ -101,7 +101,7 @@ def test_lr_schedule_follows_its_formula():
 def test_learner_logp_at_temperature_equals_the_samplers():
     torch.manual_seed(0)
     model = rl.build_model(TINY)
-    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:32]
+    prompts = AdditionTask(heldout_questions=64).prompts("heldout")[:32]
     for temp in (0.6, 1.5):
         roll = sample(model, prompts, TINY.max_new_tokens, temperature=temp,
                       generator=torch.Generator().manual_seed(1))
@@ -132,7 +132,7 @@ def test_entropy_at_temperature_one_is_the_policys_own_whatever_the_sampling_tem
     model = rl.build_model(TINY)
     with torch.no_grad():                       # spread the logits: an untrained policy is near uniform
         model.head.weight.mul_(20.0)
-    prompts = AdditionTask(n_heldout=64).prompts("heldout")[:16].repeat_interleave(4, dim=0)
+    prompts = AdditionTask(heldout_questions=64).prompts("heldout")[:16].repeat_interleave(4, dim=0)
     roll = sample(model, prompts, TINY.max_new_tokens, generator=torch.Generator().manual_seed(1))
     batch = rl.Batch(prompts, roll.responses, roll.mask, roll.rollout_logp, torch.rand(64), model.eos_id,
                           model.pad_id)
@@ -179,7 +179,7 @@ def test_collect_draws_shapes_and_filters_as_configured(dynamic, verifier, bonus
                   overlong_penalty=True, overlong_cache=4, verifier=verifier, length_bonus=bonus)
     torch.manual_seed(0)
     model = rl.build_model(cfg)
-    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    train_prompts = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("train")
     got = trainer.collect(cfg, model, train_prompts, torch.Generator().manual_seed(1),
                           torch.Generator().manual_seed(2), lambda ctx: 0.0)
     gen, cpu_gen = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
@@ -297,17 +297,17 @@ def test_overlong_penalty_lowers_reward_of_long_responses():
 
 def test_config_rejects_bad_values_and_picks_device():
     with pytest.raises(ValueError, match="correction"):
-        ToyConfig(correction="is")
+        RunConfig(correction="is")
     with pytest.raises(ValueError, match="minibatches"):
-        ToyConfig(prompts_per_step=10, minibatches=3)
+        RunConfig(prompts_per_step=10, minibatches=3)
     with pytest.raises(ValueError, match="size"):
         make_config("tpu")
     with pytest.raises(ValueError, match="verifier"):
-        ToyConfig(verifier="substring")
+        RunConfig(verifier="substring")
     with pytest.raises(ValueError, match="length_bonus"):
-        ToyConfig(length_bonus=-0.1)
+        RunConfig(length_bonus=-0.1)
     expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert ToyConfig().resolved_device().type == expected
+    assert RunConfig().resolved_device().type == expected
     assert make_config("gpu").batch_size > make_config("cpu").batch_size
     assert make_config("gpu").d_model > make_config("cpu").d_model
 
@@ -357,12 +357,12 @@ def test_error_analysis_counts_wrong_prompts_by_kind():
     from course_lib.toy.experiments import error_analysis
     h = train(TINY, progress=False)
     ea = error_analysis(TINY, h.final_state)
-    assert sum(n for _, n in ea["by_kind"].values()) == TINY.n_heldout
+    assert sum(n for _, n in ea["by_kind"].values()) == TINY.heldout_questions
     wrong = sum(round((1 - acc) * n) for acc, n in ea["by_kind"].values())
     assert wrong == ea["wrong"]
     assert ea["wrong"] == 0 or 0.0 <= ea["stuck"] <= 1.0
     acc10, n10 = ea["units_ten"]
-    assert 0 < n10 < TINY.n_heldout and (ea["wrong"] > 0 or acc10 == 1.0)
+    assert 0 < n10 < TINY.heldout_questions and (ea["wrong"] > 0 or acc10 == 1.0)
 
 
 def test_notebook_progress_line_is_updated_in_place_and_ends_in_its_final_state(monkeypatch):

@@ -84,19 +84,19 @@ def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questi
 
 @dataclass(frozen=True)
 class ChatAdditionTask:
-    """The 100 pairs (a, b), a, b in 0..9, in every wording of ``WORDINGS``, split once by pair: ``n_heldout``
+    """The 100 pairs (a, b), a, b in 0..9, in every wording of ``WORDINGS``, split once by pair: ``heldout_pairs``
     pairs are held out (all their wordings), the rest are trained on. The split depends on ``split_seed``
     only, so every run is scored on the same held-out questions."""
-    n_heldout: int = 20
+    heldout_pairs: int = 20
     split_seed: int = 1234
 
     def __post_init__(self):
-        if not 1 <= self.n_heldout <= 99:
-            raise ValueError(f"n_heldout must be in 1..99 pairs (of 100), got {self.n_heldout}")
+        if not 1 <= self.heldout_pairs <= 99:
+            raise ValueError(f"heldout_pairs must be in 1..99 pairs (of 100), got {self.heldout_pairs}")
 
     def pairs(self, split: str = "train") -> list[tuple[int, int]]:
         perm = torch.randperm(100, generator=torch.Generator().manual_seed(self.split_seed)).tolist()
-        chosen = {"train": perm[self.n_heldout:], "heldout": perm[:self.n_heldout]}.get(split)
+        chosen = {"train": perm[self.heldout_pairs:], "heldout": perm[:self.heldout_pairs]}.get(split)
         if chosen is None:
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         return [(i // 10, i % 10) for i in sorted(chosen)]
@@ -114,9 +114,10 @@ class ChatTask:
     the reply. The tokenizer loads on first use, so naming the task in a config costs nothing."""
     name = "chat_addition"
     policy = "smollm2"              # the token ids are this model's
+    config_fields = ("heldout_pairs",)
 
-    def __init__(self, n_heldout: int = 20):
-        self.split = ChatAdditionTask(n_heldout=n_heldout)
+    def __init__(self, heldout_pairs: int = 20):
+        self.split = ChatAdditionTask(heldout_pairs=heldout_pairs)
         self.verifiers = {name: functools.partial(self._verify, name) for name in VERIFIERS}
 
     @functools.cached_property
@@ -172,7 +173,12 @@ class ChatTask:
         return self.tokenizer.decode([int(t) for t in tokens if int(t) != PROMPT_PAD])
 
 
+def chat_task(cfg) -> ChatTask:
+    """The chat addition task of a run config (``registry.TASKS["chat_addition"]``): one ``ChatTask`` per held-out
+    size in a process (its tokenizer and prompts built once)."""
+    return _chat_task(cfg.heldout_pairs)
+
+
 @functools.cache
-def chat_task(n_heldout: int = 20) -> ChatTask:
-    """One ``ChatTask`` per held-out size in a process (its tokenizer and prompts built once)."""
-    return ChatTask(n_heldout)
+def _chat_task(heldout_pairs: int) -> ChatTask:
+    return ChatTask(heldout_pairs)

@@ -1,6 +1,6 @@
 """The RL trainer: GRPO-family training of any policy on any task (chapters 07-11 on the toy, 13 on the real model).
 
-- ``config``         ``ToyConfig`` (one frozen dataclass, every knob a field; ``policy`` and ``task`` pick the
+- ``config``         ``RunConfig`` (one frozen dataclass, every knob a field; ``policy`` and ``task`` pick the
                      plug-ins by name) and the named sizes, toy and real
 - ``trainer``        ``train(config) -> History``: the loop and the steps that call the others; it calls
                      course_lib's losses, advantages, aggregation, kl, corrections and rewards and re-implements none
@@ -22,7 +22,7 @@ This package imports nothing from the plug-ins beside it, which import its seam:
 ``toy.scratchpad``, ``lm.task``) give what ``Task`` names, and ``registry`` finds both by name. The toy's studies
 (``toy.experiments``, ``toy.curves``, ...) run this trainer.
 """
-from .config import CHOICES, SIZES, ToyConfig, make_config
+from .config import CHOICES, SIZES, RunConfig, make_config
 from .device import read_back, stop_check_every
 from .history import History, config_record, load_histories, save_histories
 from .loss_step import (ADV_ESTIMATORS, BatchTargets, LossSetup, Targets, advantages_of, learner_logp, loss_knobs,
@@ -35,7 +35,7 @@ from .schedule import LrSchedule, lr_at
 from .task import Task
 from .trainer import collect, initial_policy, learn, train, train_distributed, update
 
-__all__ = ["CHOICES", "SIZES", "ToyConfig", "make_config", "read_back", "stop_check_every", "History", "config_record",
+__all__ = ["CHOICES", "SIZES", "RunConfig", "make_config", "read_back", "stop_check_every", "History", "config_record",
            "load_histories", "save_histories", "ADV_ESTIMATORS", "BatchTargets", "LossSetup", "Targets",
            "advantages_of", "learner_logp", "loss_knobs", "loss_mask", "loss_setup", "policy_loss", "remax_baseline",
            "reuses_loss_forward", "targets", "build_model", "heldout_accuracy", "Policy", "Rollout",

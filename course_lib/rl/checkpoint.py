@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .config import ToyConfig
+from .config import RunConfig
 from .history import History, config_record
 
 
@@ -35,7 +35,7 @@ class Checkpoint:
         return step % self.every == 0 or step == last
 
 
-def check_checkpoint(ckpt: Checkpoint | None, cfg: ToyConfig) -> None:
+def check_checkpoint(ckpt: Checkpoint | None, cfg: RunConfig) -> None:
     if ckpt is not None and cfg.world_size > 1:
         raise ValueError(f"checkpoint: a run on {cfg.world_size} ranks is not checkpointed (world_size must be 1)")
 
@@ -53,7 +53,7 @@ def save_checkpoint(ckpt: Checkpoint, *, step: int, hist: History, model, ref_mo
     os.replace(tmp, path)
 
 
-def restore_checkpoint(ckpt: Checkpoint, cfg: ToyConfig, *, model, ref_model, opt, schedule, samplers,
+def restore_checkpoint(ckpt: Checkpoint, cfg: RunConfig, *, model, ref_model, opt, schedule, samplers,
                        gens: dict[str, torch.Generator]) -> tuple[int, History, int]:
     """Load ``ckpt.path`` into the run's objects -> (the step it ended, its History, samples drawn)."""
     path = Path(ckpt.path)

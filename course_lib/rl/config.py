@@ -1,4 +1,9 @@
-"""One frozen config for the toy trainer; every course knob is a field.
+"""``RunConfig``: one frozen config for an RL run of the trainer, on the toy or the real model; every course
+knob is a field.
+
+Most fields apply to every run. A few belong to one plug-in: the toy policy's size and warm start, each task's
+held-out size. A policy or a task names the fields it reads (``config_fields``); a run stores only the fields
+that apply to it (``RunConfig.stored_fields``), and setting another plug-in's field is an error.
 
 Derive a variant with ``dataclasses.replace(cfg, eps_high=0.28)`` so the difference between two
 runs is one visible line. Loss knobs left at None take the loss function's own default
@@ -6,7 +11,7 @@ runs is one visible line. Loss knobs left at None take the loss function's own d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import torch
@@ -32,8 +37,13 @@ CHOICES = {
 }
 
 
+def _plugin(default):
+    """A field that only some policies or tasks read (those whose ``config_fields`` name it)."""
+    return field(default=default, metadata={"plugin": True})
+
+
 @dataclass(frozen=True)
-class ToyConfig:
+class RunConfig:
     # --- run ---------------------------------------------------------------------------------
     task: str = "addition"             # a name in registry.TASKS: "addition" ("ab+cd=" -> the sum),
                                        # "scratchpad" (three digits, worked out column by column:
@@ -50,19 +60,21 @@ class ToyConfig:
     sampler_precision: str | None = None   # the sampler's, when it differs from the learner's (a real
                                        # train/inference mismatch: chapter 06); None: the learner's
     eval_every: int = 25               # greedy held-out accuracy every this many steps
-    n_heldout: int = 500               # held-out prompts (never trained on)
-    # --- policy ------------------------------------------------------------------------------
-    n_layer: int = 2
-    d_model: int = 64
-    n_head: int = 4
-    max_new_tokens: int = 6            # generation budget; a correct answer needs at most 4
-    # --- warm start (supervised, on deliberately imperfect answers) ---------------------------
-    warm_steps: int = 800              # at most this many supervised steps; 0: RL from a random policy
-    warm_target: float | None = 0.3    # stop once greedy accuracy on 512 training prompts reaches it
-    warm_batch: int = 256
-    warm_lr: float = 5e-3
-    warm_noise: float = 0.2            # share of warm-start answers that are wrong
-    warm_seed: int = 0                 # fixed across RL seeds: every seed starts from one policy
+    max_new_tokens: int = 6            # generation budget; a correct toy answer needs at most 4
+    # --- the held-out split, in the task's unit (never trained on) ----------------------------
+    heldout_questions: int = _plugin(500)   # the toy's tasks ("addition", "scratchpad"): held-out prompts
+    heldout_pairs: int = _plugin(20)   # "chat_addition": held-out pairs (a, b), each in every wording
+    # --- the tiny_gpt policy (toy.policy.TinyGPT): its size ... --------------------------------
+    n_layer: int = _plugin(2)
+    d_model: int = _plugin(64)
+    n_head: int = _plugin(4)
+    # ... and its warm start (supervised, on deliberately imperfect answers) --------------------
+    warm_steps: int = _plugin(800)     # at most this many supervised steps; 0: RL from a random policy
+    warm_target: float | None = _plugin(0.3)   # stop once greedy accuracy on 512 training prompts reaches it
+    warm_batch: int = _plugin(256)
+    warm_lr: float = _plugin(5e-3)
+    warm_noise: float = _plugin(0.2)   # share of warm-start answers that are wrong
+    warm_seed: int = _plugin(0)        # fixed across RL seeds: every seed starts from one policy
     # --- sampling ----------------------------------------------------------------------------
     prompts_per_step: int = 64         # P
     group_size: int = 8                # G; B = P * G responses per step
@@ -148,12 +160,13 @@ class ToyConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        policy_class(self.policy)                              # ValueError for an unknown policy, naming the known
+        policy = policy_class(self.policy)                     # ValueError for an unknown policy, naming the known
         task = make_task(self)                                 # ValueError for an unknown task
         verifiers = task.verifiers
         if task.policy != self.policy:
             raise ValueError(f"the {self.task!r} task's token ids are the {task.policy!r} "
                              f"policy's, got policy={self.policy!r}")
+        self._check_plugin_fields(policy.config_fields, task.config_fields)
         if self.verifier not in verifiers:
             raise ValueError(f"verifier must be one of the {self.task!r} task's verifiers {tuple(verifiers)}, "
                              f"got {self.verifier!r}")
@@ -203,7 +216,26 @@ class ToyConfig:
         if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:n]', got {self.device!r}")
 
-    def at(self, step: int) -> "ToyConfig":
+    def _check_plugin_fields(self, policy_reads: tuple, task_reads: tuple) -> None:
+        """Each field a plug-in reads is one of the config's; a plug-in field neither reads is at its default."""
+        names = {f.name for f in fields(self)}
+        for who, reads in ((f"policy {self.policy!r}", policy_reads), (f"task {self.task!r}", task_reads)):
+            if set(reads) - names:
+                raise ValueError(f"the {who} reads config fields {sorted(set(reads) - names)}, which RunConfig lacks")
+        for f in fields(self):
+            if (f.metadata.get("plugin") and f.name not in policy_reads + task_reads
+                    and getattr(self, f.name) != f.default):
+                raise ValueError(f"{f.name}={getattr(self, f.name)!r} is read by neither the policy "
+                                 f"{self.policy!r} (it reads {list(policy_reads)}) nor the task {self.task!r} "
+                                 f"(it reads {list(task_reads)})")
+
+    def stored_fields(self) -> list[str]:
+        """The fields this run's record keeps: every field that applies to any run, and the plug-in fields its
+        policy and task read (a real-model run keeps none of the toy's)."""
+        reads = policy_class(self.policy).config_fields + make_task(self).config_fields
+        return [f.name for f in fields(self) if not f.metadata.get("plugin") or f.name in reads]
+
+    def at(self, step: int) -> "RunConfig":
         """The config in force at RL step ``step`` (1-based): every change with onset <= step applied in
         order, without the schedule itself. A run without changes returns itself."""
         if not self.changes or step < self.changes[0][0]:
@@ -214,7 +246,7 @@ class ToyConfig:
         """{knob: value} of every change with onset <= step, later changes overriding earlier ones."""
         return {k: v for onset, items in self.changes if onset <= step for k, v in items}
 
-    def phases(self) -> list["ToyConfig"]:
+    def phases(self) -> list["RunConfig"]:
         """Every config the run uses: the base and the one in force from each change on."""
         return [self] + [self.at(step) for step, _ in self.changes]
 
@@ -236,7 +268,7 @@ class ToyConfig:
                              f"GPU; use device='auto' (CUDA when present, else CPU) or 'cpu'")
         return torch.device(self.device)
 
-    def diff(self, other: "ToyConfig") -> dict:
+    def diff(self, other: "RunConfig") -> dict:
         """Fields whose values differ: {name: (self's, other's)}."""
         return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
                 if getattr(self, f.name) != getattr(other, f.name)}
@@ -298,19 +330,19 @@ SIZES: dict[str, dict] = {
     # the real chat model (SmolLM2-135M-Instruct, lm.policy) on single-digit addition in chat form: 8 prompts
     # x 4 replies of at most 48 tokens per step, the learner's forward in 8 micro-batches of one group (peak
     # memory under 4 GB on a CPU); reward = the exact verdict + 0.5 x the format verdict ("Answer: <n>")
-    "real": dict(policy="smollm2", task="chat_addition", n_heldout=20, max_new_tokens=48, prompts_per_step=8,
+    "real": dict(policy="smollm2", task="chat_addition", heldout_pairs=20, max_new_tokens=48, prompts_per_step=8,
                  group_size=4, micro_batches=8, lr=2e-5, warmup_steps=3, steps=30, eval_every=10,
                  format_weight=0.5),
     # the real model for a GPU, not yet run on one: bf16 autocast, 64 prompts x 8 replies of up to 128
     # tokens in 2 minibatches of 4 micro-batches
-    "real_gpu": dict(policy="smollm2", task="chat_addition", n_heldout=20, max_new_tokens=128,
+    "real_gpu": dict(policy="smollm2", task="chat_addition", heldout_pairs=20, max_new_tokens=128,
                      prompts_per_step=64, group_size=8, minibatches=2, micro_batches=4, precision="bf16",
                      lr=1e-5, warmup_steps=5, steps=200, eval_every=20, format_weight=0.5),
 }
 
 
-def make_config(size: str = "smoke", **overrides) -> ToyConfig:
+def make_config(size: str = "smoke", **overrides) -> RunConfig:
     """The config of a named size, with any field overridden."""
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
-    return replace(ToyConfig(), **{**SIZES[size], **overrides})
+    return replace(RunConfig(), **{**SIZES[size], **overrides})

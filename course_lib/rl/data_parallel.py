@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from .config import ToyConfig
+from .config import RunConfig
 from .rollout import Collected
 
 
@@ -96,7 +96,7 @@ def whole_batch(rewards: Tensor, mask: Tensor, dp: DataParallel | None) -> tuple
             slice(dp.rank * b, (dp.rank + 1) * b))
 
 
-def this_rank(cfg: ToyConfig) -> int:
+def this_rank(cfg: RunConfig) -> int:
     """This process's rank: 0 in one process; in a run of ``world_size`` > 1, its rank in the process
     group ``train_distributed`` started (an error when this process is not one of its ranks)."""
     R = cfg.world_size
@@ -117,7 +117,7 @@ def wrap(model: torch.nn.Module, rank: int, world_size: int) -> DataParallel | N
     return DataParallel(rank, world_size, DDP(model))
 
 
-def rank_share(cfg: ToyConfig, world_size: int) -> ToyConfig:
+def rank_share(cfg: RunConfig, world_size: int) -> RunConfig:
     """The config one rank runs: prompts_per_step / world_size groups, as one process."""
     if world_size == 1:
         return cfg

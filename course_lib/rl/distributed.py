@@ -187,7 +187,7 @@ def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: floa
     if dp is not None:
         from torch.nn.parallel import DistributedDataParallel as DDP
         dp = DataParallel(dp[0], dp[1], DDP(model))
-    opt = Recorder(model.parameters())
+    opt = Recorder(model.trainable_parameters())
     out = learn(cfg, loss_setup(cfg), model, ref_model, opt, batch,
                         torch.Generator().manual_seed(7), lambda: lr, dp=dp)
     return (opt.grads[0], read_back(out)) if metrics else opt.grads[0]

@@ -16,7 +16,7 @@ from torch import Tensor
 from .. import advantages, corrections, kl, losses
 from ..aggregation import aggregate
 from ..masking import masked_mean
-from .config import BATCH_WIDE_ESTIMATORS, ToyConfig
+from .config import BATCH_WIDE_ESTIMATORS, RunConfig
 from .data_parallel import DataParallel, whole_batch
 from .device import _sync, stop_check_every
 from .policy import Policy, compute_precision, response_logits, token_logp
@@ -50,7 +50,7 @@ class LossSetup:
     std_scaling: bool       # whether the GRPO advantage divides by the group std
 
 
-def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
+def loss_knobs(loss_fn, cfg: RunConfig) -> tuple[dict, str]:
     """The config's loss knobs that ``loss_fn``'s signature accepts, and the aggregation mode in use.
 
     A knob left at None is not passed (the loss keeps its default). A knob the config sets but the
@@ -75,7 +75,7 @@ def loss_knobs(loss_fn, cfg: ToyConfig) -> tuple[dict, str]:
     return knobs, knobs.get("agg", default_agg)
 
 
-def loss_setup(cfg: ToyConfig) -> LossSetup:
+def loss_setup(cfg: RunConfig) -> LossSetup:
     """The loss of the config with its knobs; defaults the config leaves open come from the loss."""
     fn = losses.resolve_loss(cfg.loss)
     knobs, agg = loss_knobs(fn, cfg)
@@ -101,7 +101,7 @@ def learner_logp(model: Policy, prompts: Tensor, responses: Tensor, temperature:
     return token_logp(logits, responses, temperature)
 
 
-def reuses_loss_forward(cfg: ToyConfig) -> bool:
+def reuses_loss_forward(cfg: RunConfig) -> bool:
     """Whether pi_old is the loss forward's own log-probs, detached: one optimiser step per batch
     and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give
     the same numbers (TRL skips it there too)."""
@@ -110,7 +110,7 @@ def reuses_loss_forward(cfg: ToyConfig) -> bool:
 
 
 @torch.no_grad()
-def remax_baseline(cfg: ToyConfig, model: Policy, batch: Batch) -> Tensor:
+def remax_baseline(cfg: RunConfig, model: Policy, batch: Batch) -> Tensor:
     """ReMax's baseline: the shaped reward of the learner's greedy answer to each group's prompt,
     repeated over the group [B]. The learner decodes it (verl's rollout engine does; the toy's
     sampler is the learner unless a mismatch is faked)."""
@@ -125,7 +125,7 @@ def remax_baseline(cfg: ToyConfig, model: Policy, batch: Batch) -> Tensor:
     return shaped.to(batch.rewards.dtype).repeat_interleave(cfg.group_size)    # [B]
 
 
-def advantages_of(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, rewards: Tensor,
+def advantages_of(cfg: RunConfig, setup: LossSetup, model: Policy, batch: Batch, rewards: Tensor,
                   dp: DataParallel | None = None) -> Tensor:
     """The advantages of the config's estimator: [B], or [B, T] for REINFORCE++ and ReMax.
 
@@ -151,7 +151,7 @@ TOKEN_MEANS = ("entropy/mean", "entropy/t1", "is/weight_mean", "is/zero_frac", "
 
 
 @torch.no_grad()
-def targets(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
+def targets(cfg: RunConfig, setup: LossSetup, model: Policy, ref_model: Policy, batch: Batch, *,
             with_ref: bool = True, learner: tuple[Tensor, Tensor] | None = None,
             dp: DataParallel | None = None) -> tuple[Targets, dict]:
     """Advantages, pi_old, pi_ref and correction weights of a batch, and their metrics (tensors).
@@ -279,7 +279,7 @@ class BatchTargets:
         self.seconds += time.perf_counter() - t0
 
 
-def token_stats(cfg: ToyConfig, model: Policy, ref_model: Policy, batch: Batch, rows: slice, with_ref: bool,
+def token_stats(cfg: RunConfig, model: Policy, ref_model: Policy, batch: Batch, rows: slice, with_ref: bool,
                 learner: tuple[Tensor, Tensor] | None = None) -> tuple:
     """The learner's log-probs of the responses ``rows`` [b, T], their entropies (at the sampling temperature
     and at T = 1) and, ``with_ref``, the reference's log-probs and the exact KL to it per token (else None,
@@ -300,7 +300,7 @@ def token_stats(cfg: ToyConfig, model: Policy, ref_model: Policy, batch: Batch, 
     return recomputed, entropy, entropy_t1, ref_logp, kl.categorical_kl(logp_all, ref_all)
 
 
-def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
+def loss_mask(cfg: RunConfig, batch: Batch, rows: Tensor) -> Tensor:
     """The tokens the loss reads on the responses ``rows`` [b, T]: their mask, without the responses
     that never ended (no EOS) when ``mask_truncated``."""
     m = batch.mask[rows]
@@ -309,7 +309,7 @@ def loss_mask(cfg: ToyConfig, batch: Batch, rows: Tensor) -> Tensor:
     return m
 
 
-def policy_loss(cfg: ToyConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
+def policy_loss(cfg: RunConfig, setup: LossSetup, logp: Tensor, batch: Batch, tg: Targets,
                 rows: Tensor, logp_all: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """The loss on the responses ``rows`` [b] whose learner log-probs are ``logp`` [b, T] (and, for
     the entropy bonus, ``logp_all`` [b, T, V]): (total, policy part, KL part or None, loss stats).

@@ -6,13 +6,13 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .config import ToyConfig
+from .config import RunConfig
 from .device import stop_check_every
 from .policy import Policy, compute_precision
 from .registry import policy_class
 
 
-def build_model(cfg: ToyConfig, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> Policy:
+def build_model(cfg: RunConfig, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> Policy:
     """The policy the config names (``cfg.policy``), built for its task on ``device`` (``Policy.for_config``:
     the toy's TinyGPT sized for its task's vocabulary and context, freshly initialised; the real chat model
     loaded pretrained)."""

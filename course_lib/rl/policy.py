@@ -27,6 +27,8 @@ class Policy(nn.Module):
     returns_freed_memory: bool = False
     # rows per forward without gradient (the trainer's targets); None: the whole batch in one forward
     score_rows: int | None = None
+    # the run config's plug-in fields this policy reads (``RunConfig``: a run stores them, no other policy sets them)
+    config_fields: tuple[str, ...] = ()
 
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement the learner's forward")
@@ -55,6 +57,11 @@ class Policy(nn.Module):
         t0 = time.perf_counter()
         policy = cls.for_config(cfg, dtype, device)
         return policy, policy.state_dict(), time.perf_counter() - t0
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """The parameters the optimiser updates and the gradient clip measures; by default every parameter that
+        requires a gradient."""
+        return [p for p in self.parameters() if p.requires_grad]
 
     def reference(self) -> nn.Module:
         """pi_ref, frozen at the policy's starting weights; by default a copy kept in memory. A policy may offer

@@ -12,10 +12,9 @@ from typing import Callable
 # name -> a ``rl.policy.Policy`` subclass (its ``for_config`` and ``initial`` build it for a config)
 POLICIES: dict[str, type | str] = {"tiny_gpt": "course_lib.toy.policy:TinyGPT",
                                    "smollm2": "course_lib.lm.policy:ChatPolicy"}
-# name -> factory(n_heldout=...) -> a task (``rl.task.Task``). "chat_addition" is the real model's task: its
-# n_heldout counts held-out pairs, each in three wordings
-TASKS: dict[str, Callable | str] = {"addition": "course_lib.toy.task:AdditionTask",
-                                    "scratchpad": "course_lib.toy.scratchpad:ScratchpadTask",
+# name -> factory(cfg) -> a task (``rl.task.Task``) sized by the config. "chat_addition" is the real model's task
+TASKS: dict[str, Callable | str] = {"addition": "course_lib.toy.task:addition_task",
+                                    "scratchpad": "course_lib.toy.scratchpad:scratchpad_task",
                                     "chat_addition": "course_lib.lm.task:chat_task"}
 
 
@@ -41,15 +40,15 @@ def policy_class(name: str) -> type:
 
 
 def register_policy(name: str, cls: type) -> None:
-    """Make ``ToyConfig(policy=name)`` train a ``cls`` (a ``rl.policy.Policy`` subclass)."""
+    """Make ``RunConfig(policy=name)`` train a ``cls`` (a ``rl.policy.Policy`` subclass)."""
     _register(POLICIES, name, cls)
 
 
 def make_task(cfg):
-    """The task a config names (``cfg.task``), with its held-out size (``cfg.n_heldout``)."""
-    return _entry(TASKS, "task", cfg.task)(n_heldout=cfg.n_heldout)
+    """The task a config names (``cfg.task``), built by its factory from the config (its held-out size)."""
+    return _entry(TASKS, "task", cfg.task)(cfg)
 
 
 def register_task(name: str, factory: Callable) -> None:
-    """Make ``ToyConfig(task=name)`` build its task with ``factory(n_heldout=...)``."""
+    """Make ``RunConfig(task=name)`` build its task with ``factory(cfg)``."""
     _register(TASKS, name, factory)

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from .. import advantages, rewards
-from .config import ToyConfig
+from .config import RunConfig
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Collected:
     flops: float            # model FLOPs of sampling
 
 
-def shaped_rewards(cfg: ToyConfig, passed: Tensor, lengths: Tensor, formatted: Tensor | None = None) -> Tensor:
+def shaped_rewards(cfg: RunConfig, passed: Tensor, lengths: Tensor, formatted: Tensor | None = None) -> Tensor:
     """The reward the advantage sees: the verifier's 0/1, plus ``format_weight`` times the format
     verdict ``formatted`` (a second reward term), plus DAPO's overlong penalty when enabled, plus
     ``length_bonus`` per response token (a misconfiguration chapter 08 studies)."""

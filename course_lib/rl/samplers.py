@@ -2,7 +2,7 @@
 
 A run with ``mismatch`` "bf16" samples with a bfloat16 copy of the learner, loaded before each step;
 with "stale", with the learner's weights ``stale_steps`` optimiser steps old. The past weights are
-kept from the first step on, so a sampler that falls behind mid-run (``ToyConfig.changes``) is behind
+kept from the first step on, so a sampler that falls behind mid-run (``RunConfig.changes``) is behind
 at once. Without a mismatch the learner samples its own responses.
 """
 from __future__ import annotations
@@ -12,13 +12,13 @@ import copy
 
 import torch
 
-from .config import ToyConfig
+from .config import RunConfig
 
 
 class Samplers:
     """One sampler per mismatch a run's phases use, and the learner's recent weights for a stale one."""
 
-    def __init__(self, phases: list[ToyConfig], model: torch.nn.Module, state: dict):
+    def __init__(self, phases: list[RunConfig], model: torch.nn.Module, state: dict):
         self.uses = {c.mismatch for c in phases}
         self.models = {m: copy.deepcopy(model).requires_grad_(False) for m in ("bf16", "stale") if m in self.uses}
         if "bf16" in self.models:
@@ -27,7 +27,7 @@ class Samplers:
         self.snapshots = collections.deque([copy.deepcopy(state)] if "stale" in self.uses else [],
                                            maxlen=max_stale + 1)
 
-    def for_step(self, cfg: ToyConfig, model: torch.nn.Module) -> torch.nn.Module:
+    def for_step(self, cfg: RunConfig, model: torch.nn.Module) -> torch.nn.Module:
         """The model that samples this step (``cfg``: the config in force), its weights loaded."""
         sampler = self.models.get(cfg.mismatch, model)
         if cfg.mismatch == "stale":                               # stale_steps optimiser steps old

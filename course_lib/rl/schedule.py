@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 
-from .config import ToyConfig
+from .config import RunConfig
 
 
-def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
+def lr_at(cfg: RunConfig, opt_step: int, total_opt_steps: int) -> float:
     """Linear warm-up over warmup_steps optimiser steps, then constant or cosine to lr_min."""
     warm = min(1.0, (opt_step + 1) / max(cfg.warmup_steps, 1))
     if cfg.lr_schedule == "constant":
@@ -18,10 +18,10 @@ def lr_at(cfg: ToyConfig, opt_step: int, total_opt_steps: int) -> float:
 class LrSchedule:
     """Counts a run's optimiser steps and gives each its learning rate under the config in force."""
 
-    def __init__(self, cfg: ToyConfig):
+    def __init__(self, cfg: RunConfig):
         self.total = cfg.steps * cfg.epochs * cfg.minibatches
         self.done = 0
 
-    def next_lr(self, cfg: ToyConfig) -> float:
+    def next_lr(self, cfg: RunConfig) -> float:
         self.done += 1
         return lr_at(cfg, self.done - 1, self.total)

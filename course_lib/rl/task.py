@@ -12,13 +12,16 @@ class Task(Protocol):
 
     - ``prompts(split)``: prompt tokens [N, prompt_len] of "train" or "heldout", in a fixed order;
     - ``verifiers``: name -> (prompts [B, prompt_len], responses [B, T], the pad id after EOS) -> 0/1 [B];
-      "exact" is the reward and the accuracy the trainer reports, ``ToyConfig.verifier`` picks the
+      "exact" is the reward and the accuracy the trainer reports, ``RunConfig.verifier`` picks the
       one that pays the reward;
     - ``to_text(tokens)``: a readable string;
-    - ``policy``: the name of the policy whose token ids its prompts and verifiers use (``registry.POLICIES``).
+    - ``policy``: the name of the policy whose token ids its prompts and verifiers use (``registry.POLICIES``);
+    - ``config_fields``: the run config's plug-in fields it reads (its held-out size), which a run stores.
+    ``registry.register_task`` makes one from a config: ``factory(cfg)``.
     """
     name: str
     policy: str
+    config_fields: tuple[str, ...]
     prompt_len: int
     vocab_size: int
     verifiers: dict[str, Callable[[Tensor, Tensor], Tensor]]

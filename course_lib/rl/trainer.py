@@ -42,7 +42,7 @@ from .. import advantages, ratios
 from ..metrics import check_keys
 from ..ranks import run_ranks
 from .checkpoint import Checkpoint, check_checkpoint, restore_checkpoint, save_checkpoint
-from .config import ToyConfig
+from .config import RunConfig
 from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_share, reduce_over_ranks, this_rank,
                             token_means_over_ranks, wrap)
 from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device
@@ -56,7 +56,7 @@ from .rollout import Batch, Collected, sampling_metrics, select_groups, shaped_r
 from .samplers import Samplers
 from .schedule import LrSchedule
 
-def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
+def initial_policy(cfg: RunConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
                    progress: bool = False) -> tuple[Policy, dict, float]:
     """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the named
     policy's ``Policy.initial`` (the toy's TinyGPT after its warm start, the real model as pretrained)."""
@@ -66,7 +66,7 @@ def initial_policy(cfg: ToyConfig, device: torch.device, dtype: torch.dtype = to
 # ----------------------------------------------------------------------------------------------
 # 1. sampling (the pieces: rollout.py, samplers.py)
 # ----------------------------------------------------------------------------------------------
-def collect(cfg: ToyConfig, sampler: Policy, train_prompts: Tensor, gen: torch.Generator,
+def collect(cfg: RunConfig, sampler: Policy, train_prompts: Tensor, gen: torch.Generator,
             cpu_gen: torch.Generator, flops_per_token: Callable[[float], float]) -> Collected:
     """Sample P prompts x G responses (more rounds with dynamic sampling) and shape the rewards."""
     task = make_task(cfg)
@@ -106,7 +106,7 @@ def collect(cfg: ToyConfig, sampler: Policy, train_prompts: Tensor, gen: torch.G
 # ----------------------------------------------------------------------------------------------
 # 2. the update (the loss and its constants: loss_step.py)
 # ----------------------------------------------------------------------------------------------
-def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch, tg: BatchTargets,
+def split_backward(cfg: RunConfig, setup: LossSetup, model: Policy, batch: Batch, tg: BatchTargets,
                    rows: Tensor, dp: DataParallel | None) -> tuple[Tensor, Tensor, Tensor | None, dict]:
     """One optimiser step's backward on ``rows`` in ``cfg.micro_batches`` pieces (on this rank's rows
     of a data-parallel run): each piece's loss times ``split.piece_scale`` (its count over the
@@ -149,7 +149,7 @@ def split_backward(cfg: ToyConfig, setup: LossSetup, model: Policy, batch: Batch
     return out.pop("loss/total"), out.pop("loss/policy"), kl, out
 
 
-def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, tg: BatchTargets,
+def update(cfg: RunConfig, setup: LossSetup, model: Policy, opt, batch: Batch, tg: BatchTargets,
            cpu_gen: torch.Generator, lr_for: Callable[[], float],
            after_step: Callable[[], None] = lambda: None, dp: DataParallel | None = None) -> dict:
     """Epochs x minibatches of whole groups, one optimiser step each -> the update's metrics (tensors
@@ -182,7 +182,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, t
                     total.backward()
                 else:
                     total, pg_loss, kl_term, stats = split_backward(cfg, setup, model, batch, tg, rows, dp)
-                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                gnorm = torch.nn.utils.clip_grad_norm_(model.trainable_parameters(), cfg.grad_clip)
                 opt.step()
                 opt.zero_grad(set_to_none=True)      # the gradients' memory is free until the next backward
                 after_step()
@@ -203,7 +203,7 @@ def update(cfg: ToyConfig, setup: LossSetup, model: Policy, opt, batch: Batch, t
     return out
 
 
-def learn(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, opt, batch: Batch,
+def learn(cfg: RunConfig, setup: LossSetup, model: Policy, ref_model: Policy, opt, batch: Batch,
           cpu_gen: torch.Generator, lr_for: Callable[[], float], after_step: Callable[[], None] = lambda: None,
           *, with_ref: bool = True, dp: DataParallel | None = None) -> dict:
     """One batch learned: its targets (advantages, pi_old, pi_ref, corrections: ``BatchTargets``), then
@@ -231,7 +231,7 @@ def learn(cfg: ToyConfig, setup: LossSetup, model: Policy, ref_model: Policy, op
 # ----------------------------------------------------------------------------------------------
 # the loop
 # ----------------------------------------------------------------------------------------------
-def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, stop_after: int | None = None,
+def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, stop_after: int | None = None,
           dtype: torch.dtype = torch.float32, checkpoint: Checkpoint | None = None) -> History:
     """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
 
@@ -259,7 +259,7 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, sto
     local = functools.cache(lambda c: rank_share(c, R))   # this rank's share of a phase's config
     samplers = Samplers(cfg.phases(), model, state)  # one per mismatch the run's phases use
     setup_for = functools.cache(loss_setup)         # the loss of each phase, built once
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0,
+    opt = torch.optim.AdamW(model.trainable_parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0,
                             fused=True if device.type == "cuda" else None)   # one kernel per step on a GPU
     schedule = LrSchedule(cfg)
 
@@ -319,12 +319,12 @@ def train(cfg: ToyConfig, *, progress: bool = True, desc: str | None = None, sto
     return hist
 
 
-def _train_rank(rank: int, world_size: int, cfg: ToyConfig) -> History | None:
+def _train_rank(rank: int, world_size: int, cfg: RunConfig) -> History | None:
     hist = train(cfg, progress=False)
     return hist if rank == 0 else None
 
 
-def train_distributed(cfg: ToyConfig, *, timeout_s: float = 1800.0) -> History:
+def train_distributed(cfg: RunConfig, *, timeout_s: float = 1800.0) -> History:
     """``train(cfg)`` on ``cfg.world_size`` gloo processes (``ranks.run_ranks``), DDP averaging the
     ranks' gradients: each rank samples prompts_per_step / world_size groups with its own seed, learns on
     them (in ``micro_batches`` pieces), and every rank holds the same weights after each step. An

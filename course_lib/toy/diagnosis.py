@@ -1,6 +1,6 @@
 """Chapter 08: runs that go wrong mid-run, and the labels a diagnosis returns.
 
-Each failure is one change of configuration that takes effect at an onset step (``ToyConfig.changes``)
+Each failure is one change of configuration that takes effect at an onset step (``RunConfig.changes``)
 on top of a run that was learning: a learning-rate schedule step, a sampler that falls behind, a
 verifier swapped for a lenient one, a reward term switched on, a cut response budget, a colder sampler.
 Before the onset a failing run is the healthy run of the same seed, row for row, so the step at which

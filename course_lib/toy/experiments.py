@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from ..losses import available_losses, framework_losses
-from ..rl.config import ToyConfig, make_config
+from ..rl.config import RunConfig, make_config
 from ..rl.history import History, from_columns, load_results, to_columns  # noqa: F401 (re-exported)
 from ..rl.trainer import train
 
@@ -32,14 +32,14 @@ class Comparison:
         if self.passk and not (len(self.passk) == 2 and all(isinstance(v, int) and v >= 1 for v in self.passk)):
             raise ValueError(f"passk must be (samples per prompt, prompts), two ints >= 1, got {self.passk!r}")
 
-    def configs(self, base: ToyConfig, *, seed: int, steps: int | None = None) -> dict:
+    def configs(self, base: RunConfig, *, seed: int, steps: int | None = None) -> dict:
         """{label: config}; every stored run records the kl/ref monitor at every step (the chapters
         plot it), so the reference forward runs every step here even without a KL term."""
         cfg = replace(base, monitor_kl_ref=True, **self.base, seed=seed, **({"steps": steps} if steps else {}))
         return {label: replace(cfg, **kw) for label, kw in self.variants.items()}
 
 
-# the advantage estimators beside GRPO's and RLOO's that the toy trainer runs (``ToyConfig.adv_estimator``)
+# the advantage estimators beside GRPO's and RLOO's that the toy trainer runs (``RunConfig.adv_estimator``)
 ESTIMATOR_LABELS = {"reinforce_pp": "REINFORCE++", "reinforce_pp_baseline": "REINFORCE++ (baseline)",
                     "remax": "ReMax", "opo": "OPO", "passk": "pass@k"}
 
@@ -142,7 +142,7 @@ COMPARISONS: dict[str, Comparison] = {
 }
 
 
-def run_comparison(name: str, *, seeds=(0,), steps: int | None = None, base: ToyConfig | None = None,
+def run_comparison(name: str, *, seeds=(0,), steps: int | None = None, base: RunConfig | None = None,
                    only=None, progress: bool = True) -> dict:
     """Train the variants of a comparison (all, or the labels in ``only``) for each seed
     -> {label: [History per seed]}."""
@@ -202,12 +202,12 @@ class Status:
             self.handle.update(self._line(what if self.done < self.total else "done"))
 
 
-def _addition_only(cfg: ToyConfig, what: str) -> None:
+def _addition_only(cfg: RunConfig, what: str) -> None:
     if cfg.task != "addition":
         raise ValueError(f"{what} reads the addition task's prompts and sums; got a config with task={cfg.task!r}")
 
 
-def _warm_policy(cfg: ToyConfig):
+def _warm_policy(cfg: RunConfig):
     from ..rl.model import build_model
     from .warm_start import warm_start
     device = cfg.resolved_device()
@@ -216,7 +216,7 @@ def _warm_policy(cfg: ToyConfig):
     return model, device
 
 
-def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int = 8,
+def clip_higher_mechanism(cfg: RunConfig, *, eps_highs=(0.2, 0.28), epochs: int = 8,
                           lr: float = 1e-3, low_prob: float = 0.2, seed: int = 0,
                           progress: bool = True) -> dict:
     """Several PPO epochs on one batch from the warm-start policy, once per eps_high.
@@ -238,7 +238,7 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
     model, device = _warm_policy(cfg)
     g = torch.Generator(device=device).manual_seed(seed)
     pick = torch.Generator().manual_seed(seed)
-    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    train_prompts = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("train")
     idx = torch.randint(len(train_prompts), (cfg.prompts_per_step,), generator=pick)
     prompts = train_prompts[idx].repeat_interleave(cfg.group_size, dim=0).to(device)   # [B, Lp]
     roll = sample(model, prompts, cfg.max_new_tokens, temperature=cfg.temperature, generator=g)
@@ -268,7 +268,7 @@ def clip_higher_mechanism(cfg: ToyConfig, *, eps_highs=(0.2, 0.28), epochs: int 
     return out
 
 
-def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_sizes=(4, 8, 16),
+def zero_signal_share(cfg: RunConfig, *, temperatures=(0.7, 1.0, 1.3), group_sizes=(4, 8, 16),
                       n_prompts: int = 128, per_prompt: int = 32, seed: int = 0,
                       progress: bool = True) -> list:
     """Share of zero-signal groups from the warm-start policy, measured and predicted.
@@ -289,7 +289,7 @@ def zero_signal_share(cfg: ToyConfig, *, temperatures=(0.7, 1.0, 1.3), group_siz
     status = Status("sampling at each temperature", len(temperatures), progress)
     model, device = _warm_policy(cfg)
     pick = torch.Generator().manual_seed(seed)
-    train_prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("train")
+    train_prompts = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("train")
     prompts = train_prompts[torch.randint(len(train_prompts), (n_prompts,), generator=pick)]
     prompts = prompts.repeat_interleave(per_prompt, dim=0).to(device)                   # [N * K, Lp]
     rows = []
@@ -330,7 +330,7 @@ def precomputed(name: str, data_dir="data") -> dict:
     return runs
 
 
-def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, seed: int = 0) -> dict:
+def error_analysis(cfg: RunConfig, state: dict, *, samples: int | None = None, seed: int = 0) -> dict:
     """Where a trained policy still fails on the held-out prompts, and whether RL can still see it.
 
     Returns {"by_kind": {kind: (greedy accuracy, n)} for the carry classes of ``task.carry_class``,
@@ -349,7 +349,7 @@ def error_analysis(cfg: ToyConfig, state: dict, *, samples: int | None = None, s
     device = cfg.resolved_device()
     model = build_model(cfg).to(device)
     model.load_state_dict(state)
-    prompts = AdditionTask(n_heldout=cfg.n_heldout).prompts("heldout").to(device)
+    prompts = AdditionTask(heldout_questions=cfg.heldout_questions).prompts("heldout").to(device)
     ok = AdditionTask.reward(prompts, sample(model, prompts, cfg.max_new_tokens, greedy=True).responses)
     kinds = carry_class(prompts)
     by_kind = {}

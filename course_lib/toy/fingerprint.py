@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import torch
 
-from ..rl.config import ToyConfig
+from ..rl.config import RunConfig
 
 STEPS = 2                                 # RL steps after the warm start
 WARM_STEPS = 60                           # supervised steps at most: greedy accuracy about 0.04, the
@@ -35,7 +35,7 @@ RTOL, ATOL = 1e-7, 1e-10                  # measured across float paths (AVX-512
 NONDETERMINISTIC = ("time/", "speed/")    # wall-clock metrics; every other one is a function of the config
 
 
-def fingerprint(cfg: ToyConfig, steps: int = STEPS) -> dict[str, float]:
+def fingerprint(cfg: RunConfig, steps: int = STEPS) -> dict[str, float]:
     """Every metric of step 0 and of the first ``steps`` RL steps of ``cfg`` in float64 after a warm
     start of at most ``WARM_STEPS`` steps, on one CPU thread, every monitor on: {"step/metric": value}. A config with
     changes during the run has them all take effect at step ``steps`` (its onsets come later than the

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import torch
 
-from ..rl.config import SIZES, ToyConfig
+from ..rl.config import SIZES, RunConfig
 from .experiments import Comparison
 
 
@@ -103,7 +103,7 @@ LONG_COMPARISONS: dict[str, Comparison] = long_comparisons("long")
 
 
 @torch.no_grad()
-def passk_counts(cfg: ToyConfig, state: dict, n: int = 256, n_prompts: int = 64, *, seed: int = 0,
+def passk_counts(cfg: RunConfig, state: dict, n: int = 256, n_prompts: int = 64, *, seed: int = 0,
                  chunk: int = 4096) -> list[int]:
     """For each of the first ``n_prompts`` held-out prompts, how many of ``n`` answers sampled at the
     config's temperature from the policy with weights ``state`` are right (the task's exact check)."""

@@ -72,6 +72,8 @@ class TinyGPT(Policy):
     parameters are drawn in float64, whose normal draws are the same on every CPU (float32's
     vectorised draws differ between AVX2 and plain kernels in their last bits).
     """
+    config_fields = ("n_layer", "d_model", "n_head", "warm_steps", "warm_target", "warm_batch", "warm_lr",
+                     "warm_noise", "warm_seed")
 
     def __init__(self, n_layer: int = 2, d_model: int = 64, n_head: int = 4, block_size: int = 16,
                  dtype: torch.dtype | None = None, vocab_size: int = VOCAB_SIZE):

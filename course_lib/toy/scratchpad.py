@@ -188,10 +188,11 @@ class ScratchpadTask:
     """Three-digit addition with a scratchpad: all 10**6 prompts "abc+def=", split once into training
     and held-out prompts by ``split_seed``; warm-start answers mix the four STYLES by ``style_shares``
     (answer only, column digits and carries, every column, every column twice)."""
-    n_heldout: int = 500
+    heldout_questions: int = 500
     split_seed: int = 4321
     style_shares: tuple = (0.25, 0.25, 0.3, 0.2)
     name: ClassVar[str] = "scratchpad"
+    config_fields: ClassVar[tuple] = ("heldout_questions",)
     policy: ClassVar[str] = "tiny_gpt"     # the token ids are the toy's
     prompt_len: ClassVar[int] = 2 * DIGITS + 2
     vocab_size: ClassVar[int] = VOCAB_SIZE
@@ -207,7 +208,7 @@ class ScratchpadTask:
         """Prompt tokens [N, 8] of the "train" or "heldout" split (fixed order)."""
         n = 10 ** (2 * DIGITS)
         perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.split_seed))
-        ids = {"train": perm[self.n_heldout:], "heldout": perm[: self.n_heldout]}.get(split)
+        ids = {"train": perm[self.heldout_questions:], "heldout": perm[: self.heldout_questions]}.get(split)
         if ids is None:
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         return encode_prompts(ids // 10 ** DIGITS, ids % 10 ** DIGITS)
@@ -232,3 +233,8 @@ class ScratchpadTask:
     def to_text(tokens) -> str:
         return to_text(tokens)
 
+
+
+def scratchpad_task(cfg) -> ScratchpadTask:
+    """The scratchpad task of a run config (``registry.TASKS["scratchpad"]``)."""
+    return ScratchpadTask(heldout_questions=cfg.heldout_questions)

@@ -113,9 +113,10 @@ class AdditionTask:
     The split depends only on ``split_seed``, so every run (any RL seed) is evaluated on the
     same held-out prompts, and none of them is ever trained on (not even in the warm start).
     """
-    n_heldout: int = 500
+    heldout_questions: int = 500
     split_seed: int = 1234
     name: ClassVar[str] = "addition"
+    config_fields: ClassVar[tuple] = ("heldout_questions",)
     policy: ClassVar[str] = "tiny_gpt"     # the token ids are the toy's
     prompt_len: ClassVar[int] = PROMPT_LEN
     vocab_size: ClassVar[int] = VOCAB_SIZE
@@ -124,7 +125,7 @@ class AdditionTask:
     def _split(self) -> tuple[Tensor, Tensor]:
         g = torch.Generator().manual_seed(self.split_seed)
         perm = torch.randperm(10_000, generator=g)
-        return perm[self.n_heldout:], perm[: self.n_heldout]
+        return perm[self.heldout_questions:], perm[: self.heldout_questions]
 
     def prompts(self, split: str = "train") -> Tensor:
         """Prompt tokens [N, 6] of the "train" or "heldout" split (fixed order)."""
@@ -190,3 +191,8 @@ def carry_class(prompts: Tensor) -> list[str]:
     names = {(False, False): "no carry", (True, False): "units carry",
              (False, True): "tens carry", (True, True): "both carry"}
     return [names[(bool(u), bool(t))] for u, t in zip(units, tens)]
+
+
+def addition_task(cfg) -> AdditionTask:
+    """The addition task of a run config (``registry.TASKS["addition"]``)."""
+    return AdditionTask(heldout_questions=cfg.heldout_questions)

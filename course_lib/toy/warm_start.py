@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from ..rl.config import ToyConfig
+from ..rl.config import RunConfig
 from ..rl.device import to_device
 from ..rl.model import build_model, heldout_accuracy
 from ..rl.policy import compute_precision, full_precision
@@ -17,7 +17,7 @@ from .tokens import PAD
 _WARM_CACHE: dict = {}
 
 
-def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: bool = False,
+def warm_start(cfg: RunConfig, device: torch.device | None = None, *, progress: bool = False,
                dtype: torch.dtype = torch.float32) -> tuple[dict, float]:
     """Supervised warm start on deliberately imperfect answers -> (state_dict on CPU, seconds).
 
@@ -26,7 +26,7 @@ def warm_start(cfg: ToyConfig, device: torch.device | None = None, *, progress: 
     """
     device = device or cfg.resolved_device()
     key = (cfg.task, cfg.n_layer, cfg.d_model, cfg.n_head, cfg.max_new_tokens, cfg.warm_steps, cfg.warm_batch,
-           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.n_heldout, device.type, dtype,
+           cfg.warm_lr, cfg.warm_noise, cfg.warm_target, cfg.warm_seed, cfg.heldout_questions, device.type, dtype,
            cfg.precision)
     if key in _WARM_CACHE:
         return _WARM_CACHE[key]

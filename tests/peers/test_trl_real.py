@@ -91,7 +91,7 @@ def chat():
 def batch(chat):
     """The prepared batch as the course's trainer holds it: prompts [8, Lp] (left-padded with lm.PROMPT_PAD),
     replies [8, T] (the pad id after each end), the mask from the lengths, the shaped rewards."""
-    task = ChatTask(CFG.n_heldout)
+    task = ChatTask(CFG.heldout_pairs)
     task.tokenizer = chat.tokenizer                              # the model's own, not a second load
     policy = ChatPolicy(chat)
     prompts = task.prompts("train")[QUESTIONS].repeat_interleave(G, dim=0)                   # [B, Lp]
@@ -150,7 +150,7 @@ def trl_first_step(chat, batch, output_dir: str) -> dict:
     replies: dict[tuple, list] = {}
     for p, r, n in zip(prompts, batch.responses.tolist(), batch.mask.sum(1).tolist()):
         replies.setdefault(tuple(p), []).append(r[:n])
-    questions = ChatAdditionTask(CFG.n_heldout).questions("train")
+    questions = ChatAdditionTask(CFG.heldout_pairs).questions("train")
     data = trl_real.dataset(Questions([questions.texts[i] for i in QUESTIONS],
                                       [questions.answers[i] for i in QUESTIONS], 1))
     eos = chat.eos_id
