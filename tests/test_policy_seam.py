@@ -104,11 +104,16 @@ def test_the_optimiser_updates_the_policys_trainable_parameters_and_no_other(mon
     cfg = rl.RunConfig(steps=2, prompts_per_step=4, group_size=4, n_layer=1, d_model=16, n_head=2, warm_steps=0,
                        warm_target=None, heldout_questions=16, eval_every=2, device="cpu", lr=1e-2, warmup_steps=1,
                        length_bonus=0.5)                         # rewards that differ within a group
-    start = rl.initial_policy(cfg, torch.device("cpu"))[1]
+    model, start, _ = rl.initial_policy(cfg, torch.device("cpu"))
+    clipped, clip = [], torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda ps, *a, **kw: clip(clipped.append(list(ps)) or
+                                                                                      clipped[-1], *a, **kw))
     end = rl.train(cfg, progress=False).final_state
     frozen = [n for n in start if n.startswith(("tok.", "pos."))]
     assert frozen and all(torch.equal(start[n], end[n]) for n in frozen)
     assert not torch.equal(start["head.weight"], end["head.weight"])          # the rest trained
+    shapes = [p.shape for p in model.trainable_parameters()]                 # the gradient norm: theirs alone
+    assert len(clipped) == cfg.steps and all([p.shape for p in ps] == shapes for ps in clipped)
 
 
 def test_a_run_stores_the_fields_that_apply_to_it_and_none_of_another_plug_ins():
