@@ -146,6 +146,27 @@ def test_one_learned_batch_is_the_hand_written_grpo_step(policy, batch):
     assert float(metrics["loss/policy"]) == pytest.approx(float(loss.detach()), abs=1e-6)
 
 
+def test_each_forward_of_a_real_step_is_as_small_as_the_config_and_the_policy_ask(policy, batch, monkeypatch):
+    """The step's peak memory rests on it: each forward with gradient takes a micro-batch's rows (B / micro_batches),
+    each forward without gradient at most the policy's ``score_rows`` (8), so a [rows, T, V] float32 logit tensor
+    of the 49,152-token vocabulary never exists for the whole batch. Planted: one piece for every micro-batch, or
+    ``score_rows`` left at None."""
+    big = rl.Batch(batch.prompts.repeat(3, 1), batch.responses.repeat(3, 1), batch.mask.repeat(3, 1),
+                   batch.rollout_logp.repeat(3, 1), batch.rewards.repeat(3), eos_id=policy.eos_id, pad_id=policy.pad_id)
+    cfg = make_config("real", **{**SMALL, "prompts_per_step": 6, "micro_batches": 3},
+                      old_logp_forward="separate")                     # pi_old from forwards without gradient
+    seen, score = [], policy.chat.shared_prompt_logits
+    monkeypatch.setattr(policy.chat, "shared_prompt_logits",
+                        lambda prompts, *a, **kw: seen.append((len(prompts), torch.is_grad_enabled()))
+                        or score(prompts, *a, **kw))
+    model = policy.requires_grad_(True)
+    trainer.learn(cfg, rl.loss_setup(cfg), model, model.reference(), torch.optim.SGD(model.trainable_parameters(),
+                  lr=0.0), big, torch.Generator().manual_seed(0), lambda: 0.0, with_ref=False)
+    model.zero_grad(set_to_none=True)
+    assert [n for n, grad in seen if grad] == [4, 4, 4]
+    assert [n for n, grad in seen if not grad] == [policy.score_rows, 12 - policy.score_rows] == [8, 4]
+
+
 def test_a_short_run_trains_and_its_reference_is_the_starting_model():
     """Two steps of the whole loop (sampling, micro-batched learning, evaluation on the held-out questions):
     pi_ref reloaded from the folder equals the starting weights, so the KL to it is 0 before the first
