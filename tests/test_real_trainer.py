@@ -176,7 +176,9 @@ def test_a_short_run_trains_and_its_reference_is_the_starting_model():
     r1, r2 = hist.rows[1], hist.rows[2]
     assert r1["groups/zero_signal_frac"] < 1, "no group with signal in step 1: choose another SIGNAL_SEED"
     assert r1["kl/ref"] == 0.0 and r2["kl/ref"] > 0 and r1["grad/norm"] > 0
-    assert 0 <= hist.rows[0]["acc/heldout"] <= 1 and r1["samples/step"] == 4 and r1["lr"] > 0
+    assert 0 <= hist.rows[0]["acc/heldout"] <= 1 and r1["samples/step"] == 4
+    assert [r["step"] for r in hist.rows] == [0, 1, 2] and all("acc/heldout" in r for r in hist.rows)   # steps, eval_every
+    assert [r["lr"] for r in hist.rows[1:]] == pytest.approx([cfg.lr / 3, 2 * cfg.lr / 3])   # warm-up over 3 steps
 
 
 def test_the_gpu_size_runs_a_step_on_the_cpu():
@@ -184,6 +186,7 @@ def test_the_gpu_size_runs_a_step_on_the_cpu():
                       micro_batches=1, eval_every=1, device="cpu", heldout_pairs=1)
     hist = trainer.train(cfg, progress=False)
     assert cfg.precision == "bf16" and hist.rows[1]["samples/step"] == 4
+    assert hist.rows[1]["lr"] == pytest.approx(2 * cfg.lr / cfg.warmup_steps)     # two minibatches: two optimiser steps
 
 
 class Fed(Exception):
