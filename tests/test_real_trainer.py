@@ -167,6 +167,25 @@ def test_each_forward_of_a_real_step_is_as_small_as_the_config_and_the_policy_as
     assert [n for n, grad in seen if not grad] == [policy.score_rows, 12 - policy.score_rows] == [8, 4]
 
 
+def test_collect_pays_the_exact_verdict_plus_the_format_weight_times_the_format_verdict(policy, task, monkeypatch):
+    """The real size's reward: 1 for the right last integer, plus format_weight (0.5) for stating "Answer: <n>",
+    on four written replies to one question. Planted: the format term dropped, or its weight ignored."""
+    cfg = make_config("real", **{**SMALL, "prompts_per_step": 1, "group_size": 4})
+    prompt = task.prompts("train")[:1]
+    _, answer = task.question(lm.prompt_rows(prompt)[0])
+    texts = [f"Answer: {answer}", f"{answer}", f"Answer: {answer + 1}", "I do not know."]
+    ids = [task.tokenizer.encode(t, add_special_tokens=False) + [policy.eos_id] for t in texts]
+    T = max(map(len, ids))
+    responses = torch.tensor([r + [policy.pad_id] * (T - len(r)) for r in ids])
+    mask = lm.model.lengths_mask(torch.tensor([len(r) for r in ids]), T)
+    monkeypatch.setattr(policy, "rollout", lambda prompts, *a, **kw: rl.Rollout(prompts, responses, mask,
+                                                                                torch.zeros(mask.shape), T))
+    got = trainer.collect(cfg, policy, prompt, torch.Generator().manual_seed(0), torch.Generator().manual_seed(0),
+                          lambda context: 0.0)
+    assert cfg.format_weight == 0.5 and got.correct.tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert got.rewards.tolist() == [1.5, 1.0, 0.5, 0.0]
+
+
 def test_a_short_run_trains_and_its_reference_is_the_starting_model():
     """Two steps of the whole loop (sampling, micro-batched learning, evaluation on the held-out questions):
     pi_ref reloaded from the folder equals the starting weights, so the KL to it is 0 before the first
