@@ -186,6 +186,16 @@ def test_collect_pays_the_exact_verdict_plus_the_format_weight_times_the_format_
     assert got.rewards.tolist() == [1.5, 1.0, 0.5, 0.0]
 
 
+def test_the_learners_forward_runs_in_the_configs_precision(policy, batch):
+    """The gpu size's precision="bf16" reaches the real model's learner forward: its log-probs move off the float32
+    ones by bfloat16's rounding (about 1e-2 nats), not by nothing and not by a different model."""
+    fp32, _ = rl.learner_logp(policy, batch.prompts, batch.responses, 1.0, "fp32")
+    bf16, _ = rl.learner_logp(policy, batch.prompts, batch.responses, 1.0, "bf16")
+    gap = float((bf16 - fp32).abs()[batch.mask].max())
+    assert make_config("real_gpu").precision == "bf16" and bf16.dtype == torch.float32
+    assert 1e-4 < gap < 1.0, gap
+
+
 def test_a_short_run_trains_and_its_reference_is_the_starting_model():
     """Two steps of the whole loop (sampling, micro-batched learning, evaluation on the held-out questions):
     pi_ref reloaded from the folder equals the starting weights, so the KL to it is 0 before the first
