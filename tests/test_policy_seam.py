@@ -88,6 +88,19 @@ def test_the_real_models_reference_has_no_state_for_a_checkpoint_to_keep():
         ref.load_state_dict({"w": torch.zeros(1)})
 
 
+def test_the_real_models_reference_holds_its_weights_only_between_a_call_and_its_release():
+    """A step scores with pi_ref, then releases it: its 135M weights leave memory until the next step that needs
+    them (planted: a release that keeps them)."""
+    from course_lib.lm.policy import PretrainedReference
+    ref = PretrainedReference(torch.device("cpu"))
+    ids = torch.ones(1, 2, dtype=torch.long)
+    first = ref(ids, continuation=ids[:, :1])
+    assert ref.policy is not None and not any(p.requires_grad for p in ref.policy.parameters())
+    ref.release()
+    assert ref.policy is None
+    torch.testing.assert_close(ref(ids, continuation=ids[:, :1]), first, rtol=0, atol=0)   # reloaded, the same
+
+
 class FrozenEmbeddings(TinyGPT):
     """A TinyGPT whose token and position embeddings stay as they start: its ``trainable_parameters`` leave them
     out (the way an adapter-wrapped model offers only its adapters)."""
