@@ -31,6 +31,24 @@ def test_a_policy_without_a_required_method_names_it_and_itself(call):
         getattr(Bare(), call)(*args)
 
 
+def test_the_default_start_is_for_configs_policy_with_its_own_state():
+    """A policy without a warm start (the real model) starts from ``for_config``'s weights, and the state it hands
+    the trainer (what a stale sampler starts from) is those weights (planted: an empty or other state)."""
+    class Plain(Policy):
+        eos_id, pad_id = 1, 2
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Linear(3, 2)
+
+        @classmethod
+        def for_config(cls, cfg, dtype, device):
+            return cls().to(device=device, dtype=dtype)
+    policy, state, seconds = Plain.initial(None, torch.device("cpu"), torch.float64)
+    assert isinstance(policy, Plain) and seconds >= 0 and state.keys() == {"w.weight", "w.bias"}
+    assert all(torch.equal(state[k], v) and v.dtype == torch.float64 for k, v in policy.state_dict().items())
+
+
 class Instrumented(TinyGPT):
     """A TinyGPT that asks for pi_ref, its release and its rows per forward without gradient through the hooks,
     and records what the trainer did with them."""
