@@ -44,7 +44,8 @@ def save_checkpoint(ckpt: Checkpoint, *, step: int, hist: History, model, ref_mo
                     drawn: int, gens: dict[str, torch.Generator]) -> None:
     """Write the state after ``step`` (to a temporary file first, so an interruption leaves the last one whole)."""
     state = {"step": step, "config": hist.config, "rows": hist.rows, "warm_start_s": hist.warm_start_s,
-             "model": model.state_dict(), "ref": ref_model.state_dict(), "opt": opt.state_dict(), "schedule_done": schedule.done,
+             "model": model.state_dict(), "ref": ref_model.state_dict(), "opt": opt.state_dict(),
+             "schedule_done": schedule.done,
              "snapshots": list(samplers.snapshots), "drawn": drawn,
              "gens": {k: g.get_state() for k, g in gens.items()}}
     path = Path(ckpt.path)

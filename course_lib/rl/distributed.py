@@ -188,8 +188,8 @@ def toy_first_update(cfg, model_state: dict, ref_state: dict, batch, *, lr: floa
         from torch.nn.parallel import DistributedDataParallel as DDP
         dp = DataParallel(dp[0], dp[1], DDP(model))
     opt = Recorder(model.trainable_parameters())
-    out = learn(cfg, loss_setup(cfg), model, ref_model, opt, batch,
-                        torch.Generator().manual_seed(7), lambda: lr, dp=dp)
+    out = learn(cfg, loss_setup(cfg), model, ref_model, opt, batch, torch.Generator().manual_seed(7), lambda: lr,
+                dp=dp)
     return (opt.grads[0], read_back(out)) if metrics else opt.grads[0]
 
 
@@ -201,7 +201,7 @@ def _toy_rank(rank: int, world_size: int, payload: dict) -> list:
     n = len(b.rewards) // world_size
     rows = slice(rank * n, (rank + 1) * n)
     share = Batch(b.prompts[rows], b.responses[rows], b.mask[rows], b.rollout_logp[rows], b.rewards[rows],
-                          b.eos_id, b.pad_id)
+                  b.eos_id, b.pad_id)
     out = []
     for cfg in payload["configs"]:
         local = _replace(cfg, prompts_per_step=cfg.prompts_per_step // world_size, world_size=1)
@@ -237,5 +237,5 @@ def toy_batch(cfg, seed: int = 0):
     rewards = torch.randint(0, 2, (P * G,), generator=torch.Generator().manual_seed(seed + 4)).float()
     rewards[:G] = 0.0                                                                     # no signal
     batch = Batch(prompts, roll.responses, roll.mask, (roll.rollout_logp + noise) * roll.mask, rewards,
-                          model.eos_id, model.pad_id)
+                  model.eos_id, model.pad_id)
     return model.state_dict(), ref, batch

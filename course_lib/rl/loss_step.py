@@ -220,12 +220,15 @@ class BatchTargets:
         fused = reuses_loss_forward(cfg) and dp is None
         self.mode = ("pieces" if fused and cfg.micro_batches > 1 and not with_ref
                      else "whole" if fused and cfg.micro_batches == 1 else "ahead")
-        self.separate_forward = self.mode == "ahead"
         self._targets, self._metrics = None, None
         if self.mode == "ahead":
             self._compute()
         elif self.mode == "pieces":
             self._start_pieces()
+
+    @property
+    def separate_forward(self) -> bool:
+        return self.mode == "ahead"
 
     def for_rows(self, rows: Tensor, logp: Tensor, logp_all: Tensor) -> Targets:
         """The batch's Targets, given the rows ``rows`` [b] of this loss forward and their log-probs [b, T],
@@ -244,7 +247,7 @@ class BatchTargets:
         v, mask = self.values, self.batch.mask
         adv_tok = self.adv[:, None].expand_as(mask) if self.adv.dim() == 1 else self.adv
         return target_metrics(self.batch, adv_tok, v["old_logp"], v["entropy"], v["entropy_t1"],
-                              v.get("is_weight"), v.get("kl_ref"))
+                              v.get("is_weight"), None)
 
     def _compute(self, learner: tuple[Tensor, Tensor] | None = None) -> None:
         device = self.batch.mask.device

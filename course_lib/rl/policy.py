@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 from dataclasses import dataclass
 
 import torch
@@ -53,7 +54,6 @@ class Policy(nn.Module):
                 progress: bool = False) -> tuple["Policy", dict, float]:
         """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it); by default
         ``for_config``'s as it is (a pretrained model). A policy that needs a warm start runs it here."""
-        import time
         t0 = time.perf_counter()
         policy = cls.for_config(cfg, dtype, device)
         return policy, policy.state_dict(), time.perf_counter() - t0
@@ -117,7 +117,6 @@ class Rollout:
     mask: Tensor           # [B, T] bool, True up to and including the first EOS
     rollout_logp: Tensor   # [B, T] log-prob of each sampled token under the *sampler* (0 on padding)
     steps: int             # decoding steps run (T)
-
 
 
 def response_logits(model: "Policy", prompts: Tensor, responses: Tensor) -> Tensor:
