@@ -3,20 +3,23 @@ SmolLM2-135M-Instruct (``make_config("real")``) on the chat addition task, and e
 held-out questions after training exactly as ``real_lm_task.py`` measured the model before it.
 
     .venv/bin/python benchmarks/real_lm_grpo.py                  # every missing run -> notebooks/data/real_lm_grpo.json
-    .venv/bin/python benchmarks/real_lm_grpo.py --arms grpo --seeds 0    # one run
+    .venv/bin/python benchmarks/real_lm_grpo.py --runs grpo/0    # one run
 
-Two arms, three seeds each: ``grpo`` (GRPO's loss, its sequence-mean aggregation) and ``token_sum`` (the same
-with Dr. GRPO's token-sum aggregation over a constant 48, ``seq-mean-token-sum-norm``), the pair that asks
-whether the aggregation moves response length. Each run is its own process (its peak memory is its own) and is
-stored the moment it ends; a run already stored is skipped, so the set can be built over several sittings and
-an interrupted run costs only itself. A stored run is replaced only with ``--force``, and a file is only
-extended for the same settings.
+The runs (``PLAN``, in the order they are made):
+- ``grpo``, seeds 0-2: GRPO's loss with its sequence-mean aggregation, at the chapter's lr 2e-5;
+- ``token_sum``, seeds 0-2: the same with Dr. GRPO's token-sum aggregation over a constant 48
+  (``seq-mean-token-sum-norm``), the pair that asks whether the aggregation moves response length;
+- ``lr_5e-6`` and ``lr_5e-5``, seed 0: GRPO at a quarter and at 2.5 times the learning rate, for the chapter's
+  learning-rate question (the gradient-clip share and the KL beside the reward).
+Each run is its own process (its peak memory is its own) and is stored the moment it ends; a run already stored
+is skipped, so the set can be built over several sittings and an interrupted run costs only itself. A stored
+run is replaced only with ``--force``, and a file is only extended for the same settings.
 
-Per run: the trainer's rows (reward, format, lengths, truncation, entropy, clip fractions, KL to the reference
-on evaluation steps, gradient norm, times), its wall time, sampling and learning tokens per second, peak memory
-(the process's maximum resident set), the machine; after training, held-out sampled pass@1 and pass@8 (sampling
-seed 0, 8 replies per question, T = 1, 48 new tokens), the format rate and truncation, greedy accuracy, and the
-greedy replies to the first held-out questions (the record also keeps the pretrained model's, for comparison).
+Per run: the trainer's rows (reward, the reply categories, lengths, truncation, entropy, clip fractions, KL to
+the reference on evaluation steps, gradient norm, times), its wall time, sampling and learning tokens per
+second, peak memory (the process's maximum resident set), the machine; after training, on the held-out
+questions: 32 sampled replies per question (sampling seed 0, T = 1, 48 new tokens), so pass@k up to k = 32,
+with the reply categories and every reply's text, and greedy decoding with its replies.
 """
 from __future__ import annotations
 
@@ -38,31 +41,22 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from real_lm_task import environment, run, summary                # noqa: E402
 
 from course_lib import lm                                          # noqa: E402
-from course_lib.lm.task import SYSTEM, ChatAdditionTask            # noqa: E402
+from course_lib.lm.task import ChatAdditionTask                    # noqa: E402
 from course_lib.rl.config import make_config                      # noqa: E402
 from course_lib.rl.history import config_record                   # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_grpo.json"
-ARMS = {"grpo": {}, "token_sum": {"agg": "seq-mean-token-sum-norm"}}
-SHOWN = 6                     # held-out questions whose greedy replies are kept, before and after
-EVAL = {"group_size": 8, "max_new_tokens": 48, "temperature": 1.0, "batch": 96, "sampling_seed": 0}
+ARMS = {"grpo": {}, "token_sum": {"agg": "seq-mean-token-sum-norm"}, "lr_5e-6": {"lr": 5e-6}, "lr_5e-5": {"lr": 5e-5}}
+PLAN = [f"{arm}/{seed}" for arm in ("grpo", "token_sum") for seed in (0, 1, 2)] + ["lr_5e-6/0", "lr_5e-5/0"]
+EVAL = {"group_size": 32, "max_new_tokens": 48, "temperature": 1.0, "batch": 96, "sampling_seed": 0}
 
 
 def arm_config(arm: str, seed: int, steps: int):
     return replace(make_config("real", seed=seed, steps=steps, num_threads=2), **ARMS[arm])
 
 
-def greedy_texts(chat: lm.ChatLM) -> list[dict]:
-    q = ChatAdditionTask().questions("heldout")
-    prompts = [chat.chat_ids(t, SYSTEM) for t in q.texts[:SHOWN]]
-    roll = chat.sample(prompts, max_new_tokens=EVAL["max_new_tokens"], greedy=True)
-    end = chat.tokenizer.eos_token
-    return [{"question": t, "answer": a, "reply": r.removesuffix(end)}
-            for t, a, r in zip(q.texts, q.answers, chat.responses_text(roll))]
-
-
 def heldout(chat: lm.ChatLM) -> dict:
-    """Sampled pass@1 / pass@8, format, truncation (``real_lm_task``'s measure) and greedy accuracy."""
+    """Sampled replies (pass@1 to pass@32, the categories, the texts: ``real_lm_task.summary``) and greedy ones."""
     task = ChatAdditionTask()
     G, T = EVAL["group_size"], EVAL["max_new_tokens"]
     q = task.questions("heldout", group_size=G)
@@ -71,7 +65,7 @@ def heldout(chat: lm.ChatLM) -> dict:
                   max_new_tokens=T, temperature=EVAL["temperature"])
     q1 = task.questions("heldout")
     greedy = run(chat, q1.prompts(chat), q1.answers, batch=EVAL["batch"], max_new_tokens=T, greedy=True)
-    return {"sampled": summary(sampled, G), "greedy": summary(greedy, 1), "greedy_replies": greedy_texts(chat)}
+    return {"sampled": summary(sampled, G, answers), "greedy": summary(greedy, 1, q1.answers)}
 
 
 def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
@@ -100,15 +94,14 @@ def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     record = json.loads(out.read_text())
     record["runs"][f"{arm}/{seed}"] = result
     out.write_text(json.dumps(record, indent=1) + "\n")
-    s = after["sampled"]
-    print(f"{arm} seed {seed}: {train_s / 60:.1f} min, held-out pass@1 {s['pass@1']:.3f}, pass@8 {s['pass@8']:.3f}, "
+    s, k = after["sampled"], f"pass@{EVAL['group_size']}"
+    print(f"{arm} seed {seed}: {train_s / 60:.1f} min, held-out pass@1 {s['pass@1']:.3f}, {k} {s[k]:.3f}, "
           f"format {s['format']:.3f}, truncated {s['truncated']:.3f}, peak {result['peak_rss_gb']:.2f} GB", flush=True)
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--runs", nargs="+", default=PLAN, choices=PLAN, metavar="ARM/SEED")
     p.add_argument("--steps", type=int, default=make_config("real").steps)
     p.add_argument("--force", action="store_true", help="train stored runs again")
     p.add_argument("--out", default=str(OUT))
@@ -125,17 +118,16 @@ def main(argv=None) -> None:
             raise SystemExit(f"{out} holds runs of other settings; pass --force (they are dropped) or another --out")
         record = {}
     if not record:
-        torch.set_num_threads(2)
-        record = {"settings": settings, "runs": {}, "before_greedy_replies": greedy_texts(lm.load("fp32"))}
+        record = {"settings": settings, "runs": {}}
         out.write_text(json.dumps(record, indent=1) + "\n")
-    for arm in a.arms:
-        for seed in a.seeds:
-            if f"{arm}/{seed}" in record["runs"] and not a.force:
-                print(f"{arm} seed {seed}: stored, skipped")
-                continue
-            subprocess.run([sys.executable, __file__, "--one", arm, str(seed), "--steps", str(a.steps),
-                            "--out", str(out)], check=True)
-            record = json.loads(out.read_text())
+    for key in a.runs:
+        arm, seed = key.split("/")
+        if key in record["runs"] and not a.force:
+            print(f"{arm} seed {seed}: stored, skipped")
+            continue
+        subprocess.run([sys.executable, __file__, "--one", arm, seed, "--steps", str(a.steps), "--out", str(out)],
+                       check=True)
+        record = json.loads(out.read_text())
     print(f"wrote {out}")
 
 

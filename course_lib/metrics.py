@@ -11,6 +11,12 @@ METRICS: dict[str, str] = {
     "reward/mean": "Mean shaped reward of every response drawn this step (the verifier's 0/1 plus any overlong penalty or length bonus).",
     "acc/sampled": "Share of the responses drawn this step that are correct by the exact check, whatever verifier the reward uses (sampled at the training temperature).",
     "acc/heldout": "Greedy-decoding accuracy on the fixed held-out prompts (logged every eval_every steps, NaN otherwise).",
+    # reply categories (a task that sorts its replies: the real model's chat addition, lm.task.categories)
+    "replies/finished": "Share of the responses drawn this step that end with an end-of-answer token within the budget (1 - len/truncated_frac).",
+    "replies/formatted": "Share of the responses drawn this step that state their answer as the task asks ('Answer: <n>'), right or wrong.",
+    "replies/exact": "Share of the responses drawn this step whose last stated integer is the answer (the exact verdict; equals acc/sampled).",
+    "replies/right_sum": "Share of the responses drawn this step that state the right answer anywhere, as any of their integers (outside a restated 'a + b').",
+    "replies/no_sum": "Share of the responses drawn this step that state no integer at all (outside a restated 'a + b').",
     # policy shape
     "entropy/mean": "Mean per-token entropy (nats) of the policy at the sampling temperature over the valid tokens of the batch, before the update.",
     "entropy/t1": "Mean per-token entropy (nats) of the same policy at temperature 1 over the valid tokens of the batch, before the update: equal to entropy/mean when the sampler runs at T = 1; apart from it, it tells a colder sampler from a policy that lost its own entropy.",

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.lm.task import WORDINGS, ChatAdditionTask, Questions, exact, formatted, last_integer, stated_answer
+from course_lib.lm.task import (CATEGORIES, UNORDERED, WORDINGS, ChatAdditionTask, Questions, categories, exact,
+                                formatted, last_integer, stated_answer)
 
 
 @pytest.mark.parametrize("reply, answer, want_exact, want_format", [
@@ -18,6 +19,14 @@ from course_lib.lm.task import WORDINGS, ChatAdditionTask, Questions, exact, for
     ("no number at all", 7, 0.0, 0.0),
     ("answer: 7", 7, 1.0, 0.0),            # the format is case-sensitive: "Answer:"
     ("3 - 5 = -2. Answer: -2", -2, 1.0, 1.0),
+    ("0 + 7", 7, 0.0, 0.0),                # a bare restatement of "What is 0 + 7?" states no sum
+    ("What is 0 + 7?", 7, 0.0, 0.0),
+    ("0 plus 7", 7, 0.0, 0.0),
+    ("adding 0 and 7", 7, 0.0, 0.0),
+    ("0 + 0", 0, 0.0, 0.0),
+    ("0 + 7 = 7", 7, 1.0, 0.0),            # the sum written out, then its value: right
+    ("7+0=7. Answer: 7", 7, 1.0, 1.0),
+    ("the sum of 0 and 7 is 7", 7, 1.0, 0.0),
 ])
 def test_verifiers_on_hand_made_replies(reply, answer, want_exact, want_format):
     assert exact(reply, answer) == want_exact
@@ -26,30 +35,56 @@ def test_verifiers_on_hand_made_replies(reply, answer, want_exact, want_format):
 
 def test_the_readers_of_a_reply():
     assert last_integer("10 apples, 12 pears") == 12 and last_integer("none") is None
+    assert last_integer("3 + 4") is None and last_integer("3 + 4 = 7, not 2 + 5 + 1") == 7
     assert stated_answer("Answer: 3 ... Answer: 5") == 5 and stated_answer("3") is None
 
 
-def test_the_split_is_by_pair_fixed_and_covers_every_pair_once():
+@pytest.mark.parametrize("reply, finished, want", [
+    ("3 + 4 = 7. Answer: 7", True, dict(finished=1, formatted=1, exact=1, right_sum=1, no_sum=0)),
+    ("7 is it. Or 8", True, dict(finished=1, formatted=0, exact=0, right_sum=1, no_sum=0)),   # right sum, not last
+    ("Answer: 8", True, dict(finished=1, formatted=1, exact=0, right_sum=0, no_sum=0)),
+    ("Let me think about 3 + 4 step by", False, dict(finished=0, formatted=0, exact=0, right_sum=0, no_sum=1)),
+    ("Sure! Numbers are fun", True, dict(finished=1, formatted=0, exact=0, right_sum=0, no_sum=1)),
+    ("The answer is 7", False, dict(finished=0, formatted=0, exact=1, right_sum=1, no_sum=0)),
+])
+def test_each_reply_category_on_hand_made_replies(reply, finished, want):
+    got = categories(reply, 7, finished)
+    assert list(got) == list(CATEGORIES) and got == {k: float(v) for k, v in want.items()}
+
+
+def test_the_split_holds_out_unordered_pairs_and_keeps_every_sum_in_training():
     task = ChatAdditionTask()
     train, held = task.pairs("train"), task.pairs("heldout")
-    assert len(held) == 20 and len(train) == 80
+    assert len(task.heldout_unordered) == 10 and set(task.heldout_unordered) <= set(UNORDERED)
     assert not set(train) & set(held) and set(train) | set(held) == {(a, b) for a in range(10) for b in range(10)}
+    assert all((b, a) in held for a, b in held)                              # both orders of every held-out pair
+    assert {(min(p), max(p)) for p in held} == set(task.heldout_unordered)
+    assert {a + b for a, b in train} == set(range(19))                       # every sum is asked in training
     assert held == ChatAdditionTask().pairs("heldout")                       # the same every time
     assert held != ChatAdditionTask(split_seed=7).pairs("heldout")
-    assert len(ChatAdditionTask(heldout_pairs=30).pairs("heldout")) == 30
+    most = ChatAdditionTask(heldout_pairs=36)                               # 55 pairs, 19 sums each keep one
+    assert len(most.heldout_unordered) == 36 and {a + b for a, b in most.pairs("train")} == set(range(19))
 
 
-def test_no_held_out_sum_is_asked_in_training_in_any_wording():
+def test_no_held_out_pair_is_asked_in_training_in_any_order_or_wording():
     task = ChatAdditionTask()
     train_texts = set(task.questions("train").texts)
-    for a, b in task.pairs("heldout"):
+    for a, b in task.heldout_unordered:
         for w in WORDINGS:
-            assert w.format(a=a, b=b) not in train_texts
+            assert w.format(a=a, b=b) not in train_texts and w.format(a=b, b=a) not in train_texts
+
+
+def test_each_held_out_question_names_its_unordered_pair():
+    task = ChatAdditionTask()
+    q, units = task.questions("heldout"), task.unordered_of("heldout")
+    assert len(units) == len(q.texts) and set(units) == set(task.heldout_unordered)
+    for text, (a, b) in zip(q.texts, units):
+        assert sorted(int(x) for x in text.replace("?", " ").replace(".", " ").split() if x.isdigit()) == [a, b]
 
 
 def test_questions_repeat_each_prompt_in_a_contiguous_group_and_grade_in_order():
     q = ChatAdditionTask().questions("heldout", group_size=3)
-    assert len(q.texts) == 20 * len(WORDINGS) and q.group_size == 3
+    assert len(q.texts) == 18 * len(WORDINGS) and q.group_size == 3
     a, b = ChatAdditionTask().pairs("heldout")[0]
     assert q.texts[0] == f"What is {a} + {b}?" and q.answers[0] == a + b
     two = Questions(["What is 1 + 1?", "What is 2 + 2?"], [2, 4], 2)
@@ -60,8 +95,10 @@ def test_questions_repeat_each_prompt_in_a_contiguous_group_and_grade_in_order()
 def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="split must be"):
         ChatAdditionTask().pairs("test")
-    with pytest.raises(ValueError, match="heldout_pairs must be in 1..99"):
+    with pytest.raises(ValueError, match=r"heldout_pairs must be in 1..36 unordered pairs"):
         ChatAdditionTask(heldout_pairs=0)
+    with pytest.raises(ValueError, match=r"heldout_pairs must be in 1..36"):
+        ChatAdditionTask(heldout_pairs=37)
     with pytest.raises(ValueError, match="verifier must be one of"):
         Questions(["q"], [1], 1).rewards(["1"], "contains")
     with pytest.raises(ValueError, match="3 replies for 1 questions x G = 2"):

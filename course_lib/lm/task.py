@@ -9,14 +9,21 @@ for the answer as "Answer: <number>"; the prompt is built by the model's own cha
 
 Of the tasks measured on this model (single-, two- and three-digit addition, one-step word problems), it is
 the one whose sampled pass@1 at temperature 1 lies between 10% and 60%, while greedy decoding and pass@8 are
-far higher: a task RL can sharpen (``benchmarks/real_lm_task.py`` measures where the model starts).
-``ChatAdditionTask`` fixes a split of the 100 (a, b) pairs: the held-out pairs (every wording of them) are
-never trained on, so a sum learned in one wording cannot leak into the held-out score through another.
+far higher (``benchmarks/real_lm_task.py`` measures where the model starts).
+
+``ChatAdditionTask`` splits the 55 unordered pairs {a, b}: a held-out pair is never trained on in either
+order or any wording, so neither a commuted twin nor another wording carries it into training. What
+"held-out" does not mean: every sum 0..18 is still the answer to some training question (the split keeps
+at least one pair of each sum in training), so a held-out question asks a known sum of unseen operands.
+
+A reply falls into categories (``categories``) that separate the ways its reward can rise: finished within
+the budget, formatted, exact, the right sum stated anywhere, no sum stated.
 """
 from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -29,10 +36,20 @@ WORDINGS = ("What is {a} + {b}?", "Compute {a} + {b}.", "{a} + {b} = ?")
 _STATED = re.compile(r"Answer:\s*(-?\d+)")
 
 
+# "3 + 4", "0 plus 7", "0 and 7", "2 + 5 + 1": a sum written out, which restates a question, not its answer
+_SUM_WRITTEN = re.compile(r"-?\d+(?:\s*(?:\+|\bplus\b|\band\b)\s*-?\d+)+")
+
+
+def stated_integers(text: str) -> list[int]:
+    """The integers a reply states as values, in order: every integer outside a written-out sum "a + b"
+    (which restates the question: "0 + 7" states no 7)."""
+    return [int(x) for x in re.findall(r"-?\d+", _SUM_WRITTEN.sub(" ", text))]
+
+
 def last_integer(text: str) -> int | None:
-    """The last integer in a reply (the exact verifier reads it), or None."""
-    found = re.findall(r"-?\d+", text)
-    return int(found[-1]) if found else None
+    """The last integer a reply states (``stated_integers``; the exact verifier reads it), or None."""
+    found = stated_integers(text)
+    return found[-1] if found else None
 
 
 def stated_answer(text: str) -> int | None:
@@ -42,12 +59,27 @@ def stated_answer(text: str) -> int | None:
 
 
 def exact(reply: str, answer: int) -> float:
+    """1.0 when the last integer the reply states is the answer; a reply that only restates the question
+    ("0 + 7") states none."""
     return float(last_integer(reply) == answer)
 
 
 def formatted(reply: str, answer: int | None = None) -> float:
     """1.0 when the reply states an answer as asked ("Answer: <integer>"), whether or not it is right."""
     return float(stated_answer(reply) is not None)
+
+
+# A reply's categories, each 0/1 (``categories``); "finished" is read from the sampler, not the text.
+CATEGORIES = ("finished", "formatted", "exact", "right_sum", "no_sum")
+
+
+def categories(reply: str, answer: int, finished: bool) -> dict[str, float]:
+    """The categories of one reply: ``finished`` (an EOS within the budget), ``formatted`` ("Answer: <n>"),
+    ``exact`` (the exact verifier's verdict), ``right_sum`` (the right sum stated anywhere, as any of its
+    integers), ``no_sum`` (it states no integer at all)."""
+    stated = stated_integers(reply)
+    return {"finished": float(finished), "formatted": formatted(reply), "exact": exact(reply, answer),
+            "right_sum": float(answer in stated), "no_sum": float(not stated)}
 
 
 VERIFIERS = {"exact": exact, "format": formatted}
@@ -82,29 +114,56 @@ def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questi
     return Questions([WORDINGS[0].format(a=a, b=b) for a, b in ab], [a + b for a, b in ab], group_size)
 
 
+UNORDERED = tuple((a, b) for a in range(10) for b in range(a, 10))      # the 55 pairs {a, b}, a <= b
+
+
 @dataclass(frozen=True)
 class ChatAdditionTask:
-    """The 100 pairs (a, b), a, b in 0..9, in every wording of ``WORDINGS``, split once by pair: ``heldout_pairs``
-    pairs are held out (all their wordings), the rest are trained on. The split depends on ``split_seed``
-    only, so every run is scored on the same held-out questions."""
-    heldout_pairs: int = 20
+    """The 100 ordered pairs (a, b), a, b in 0..9, in every wording of ``WORDINGS``, split once by unordered
+    pair: ``heldout_pairs`` pairs {a, b} are held out in both orders and every wording, the rest are trained
+    on. The held-out pairs are drawn in a seeded order, skipping any pair whose sum no training pair would
+    keep, so every sum 0..18 is asked in training. The split depends on ``split_seed`` only, so every run
+    is scored on the same held-out questions."""
+    heldout_pairs: int = 10
     split_seed: int = 1234
 
     def __post_init__(self):
-        if not 1 <= self.heldout_pairs <= 99:
-            raise ValueError(f"heldout_pairs must be in 1..99 pairs (of 100), got {self.heldout_pairs}")
+        most = len(UNORDERED) - 19              # every sum keeps one pair in training
+        if not 1 <= self.heldout_pairs <= most:
+            raise ValueError(f"heldout_pairs must be in 1..{most} unordered pairs {{a, b}} (of {len(UNORDERED)}, "
+                             f"one pair per sum 0..18 stays in training), got {self.heldout_pairs}")
+
+    @functools.cached_property
+    def heldout_unordered(self) -> list[tuple[int, int]]:
+        """The held-out pairs {a, b} as (a, b) with a <= b, sorted."""
+        left = Counter(a + b for a, b in UNORDERED)         # training pairs of each sum
+        held = []
+        for i in torch.randperm(len(UNORDERED), generator=torch.Generator().manual_seed(self.split_seed)).tolist():
+            a, b = UNORDERED[i]
+            if len(held) < self.heldout_pairs and left[a + b] > 1:
+                held.append((a, b))
+                left[a + b] -= 1
+        return sorted(held)
 
     def pairs(self, split: str = "train") -> list[tuple[int, int]]:
-        perm = torch.randperm(100, generator=torch.Generator().manual_seed(self.split_seed)).tolist()
-        chosen = {"train": perm[self.heldout_pairs:], "heldout": perm[:self.heldout_pairs]}.get(split)
-        if chosen is None:
-            raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
-        return [(i // 10, i % 10) for i in sorted(chosen)]
+        """The split's ordered pairs (a, b), sorted: a held-out pair {a, b} gives (a, b) and (b, a)."""
+        held = {p for a, b in self.heldout_unordered for p in ((a, b), (b, a))}
+        everything = [(a, b) for a in range(10) for b in range(10)]
+        if split == "train":
+            return [p for p in everything if p not in held]
+        if split == "heldout":
+            return [p for p in everything if p in held]
+        raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
 
     def questions(self, split: str = "train", group_size: int = 1) -> Questions:
         """Every wording of every pair of the split, in a fixed order, each asked ``group_size`` times."""
         items = [(w.format(a=a, b=b), a + b) for a, b in self.pairs(split) for w in WORDINGS]
         return Questions([t for t, _ in items], [s for _, s in items], group_size)
+
+    def unordered_of(self, split: str = "heldout") -> list[tuple[int, int]]:
+        """The unordered pair (min, max) of each question of ``questions(split)``, in its order: the unit a
+        held-out result is averaged over (a pair's orders and wordings succeed or fail together)."""
+        return [(min(a, b), max(a, b)) for a, b in self.pairs(split) for _ in WORDINGS]
 
 
 class ChatTask:
@@ -116,7 +175,7 @@ class ChatTask:
     policy = "smollm2"              # the token ids are this model's
     config_fields = ("heldout_pairs",)
 
-    def __init__(self, heldout_pairs: int = 20):
+    def __init__(self, heldout_pairs: int = 10):
         self.split = ChatAdditionTask(heldout_pairs=heldout_pairs)
         self.verifiers = {name: functools.partial(self._verify, name) for name in VERIFIERS}
 
@@ -157,6 +216,13 @@ class ChatTask:
         if found is None:
             raise ValueError(f"the prompt {self.tokenizer.decode(prompt)!r} asks none of the task's questions")
         return found
+
+    def reply_categories(self, prompts: Tensor, responses: Tensor) -> dict[str, Tensor]:
+        """Each reply's ``categories`` (0/1 [B] per name of ``CATEGORIES``): finished means an EOS in the row."""
+        eos = self.tokenizer.eos_token_id
+        rows = [categories(reply, self.question(prompt)[1], eos in row)
+                for prompt, reply, row in zip(prompt_rows(prompts), self.replies(responses), responses.tolist())]
+        return {name: torch.tensor([r[name] for r in rows]) for name in CATEGORIES}
 
     def _verify(self, name: str, prompts: Tensor, responses: Tensor) -> Tensor:
         out = []

@@ -63,7 +63,7 @@ class RunConfig:
     max_new_tokens: int = 6            # generation budget; a correct toy answer needs at most 4
     # --- the held-out split, in the task's unit (never trained on) ----------------------------
     heldout_questions: int = _plugin(500)   # the toy's tasks ("addition", "scratchpad"): held-out prompts
-    heldout_pairs: int = _plugin(20)   # "chat_addition": held-out pairs (a, b), each in every wording
+    heldout_pairs: int = _plugin(10)   # "chat_addition": held-out pairs {a, b}, both orders, every wording
     # --- the tiny_gpt policy (toy.policy.TinyGPT): its size ... --------------------------------
     n_layer: int = _plugin(2)
     d_model: int = _plugin(64)
@@ -330,12 +330,12 @@ SIZES: dict[str, dict] = {
     # the real chat model (SmolLM2-135M-Instruct, lm.policy) on single-digit addition in chat form: 8 prompts
     # x 4 replies of at most 48 tokens per step, the learner's forward in 8 micro-batches of one group (peak
     # memory under 4 GB on a CPU); reward = the exact verdict + 0.5 x the format verdict ("Answer: <n>")
-    "real": dict(policy="smollm2", task="chat_addition", heldout_pairs=20, max_new_tokens=48, prompts_per_step=8,
+    "real": dict(policy="smollm2", task="chat_addition", heldout_pairs=10, max_new_tokens=48, prompts_per_step=8,
                  group_size=4, micro_batches=8, lr=2e-5, warmup_steps=3, steps=30, eval_every=10,
                  format_weight=0.5),
     # the real model for a GPU, not yet run on one: bf16 autocast, 64 prompts x 8 replies of up to 128
     # tokens in 2 minibatches of 4 micro-batches
-    "real_gpu": dict(policy="smollm2", task="chat_addition", heldout_pairs=20, max_new_tokens=128,
+    "real_gpu": dict(policy="smollm2", task="chat_addition", heldout_pairs=10, max_new_tokens=128,
                      prompts_per_step=64, group_size=8, minibatches=2, micro_batches=4, precision="bf16",
                      lr=1e-5, warmup_steps=5, steps=200, eval_every=20, format_weight=0.5),
 }

@@ -5,7 +5,7 @@ drawn (``Collected``), the shaped reward, DAPO's dynamic-sampling filter, and th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -37,6 +37,7 @@ class Collected:
     seconds: float          # wall time inside the sampler
     tokens: int             # sampled token slots
     flops: float            # model FLOPs of sampling
+    categories: dict = field(default_factory=dict)   # name -> [N] 0/1, when the task sorts its replies
 
 
 def shaped_rewards(cfg: RunConfig, passed: Tensor, lengths: Tensor, formatted: Tensor | None = None) -> Tensor:
@@ -101,4 +102,5 @@ def sampling_metrics(c: Collected, G: int) -> dict:
             "reward/group_std": rew.view(-1, G).std(dim=1).mean(),
             "len/truncated_frac": c.truncated.float().mean(),
             "samples/step": len(rew), "time/sample_s": c.seconds,
-            "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops}
+            "speed/sample_tok_s": c.tokens / max(c.seconds, 1e-9), "flops/sample": c.flops,
+            **{f"replies/{name}": v.float().mean() for name, v in c.categories.items()}}

@@ -16,7 +16,9 @@ class Task(Protocol):
       one that pays the reward;
     - ``to_text(tokens)``: a readable string;
     - ``policy``: the name of the policy whose token ids its prompts and verifiers use (``registry.POLICIES``);
-    - ``config_fields``: the run config's plug-in fields it reads (its held-out size), which a run stores.
+    - ``config_fields``: the run config's plug-in fields it reads (its held-out size), which a run stores;
+    - optionally ``reply_categories(prompts, responses)``: name -> 0/1 [B], the categories of each reply
+      (``lm.task.categories``); the trainer logs each one's share of a step's samples as ``replies/<name>``.
     ``registry.register_task`` makes one from a config: ``factory(cfg)``.
     """
     name: str

@@ -73,7 +73,8 @@ def collect(cfg: RunConfig, sampler: Policy, train_prompts: Tensor, gen: torch.G
     P, G, T_max = cfg.prompts_per_step, cfg.group_size, cfg.max_new_tokens
     noise = cfg.logits_noise if cfg.mismatch == "noise" else 0.0
     device = train_prompts.device
-    rolls, shaped, correct, lengths, truncated = [], [], [], [], []
+    rolls, shaped, correct, lengths, truncated, sorted_ = [], [], [], [], [], []
+    sort = getattr(task, "reply_categories", None)
     seconds, tokens, flops = 0.0, 0, 0.0
     for _ in range(cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
         idx = to_device(torch.randint(len(train_prompts), (P,), generator=cpu_gen), device)
@@ -93,14 +94,17 @@ def collect(cfg: RunConfig, sampler: Policy, train_prompts: Tensor, gen: torch.G
         truncated.append(~((roll.responses == sampler.eos_id) & roll.mask).any(dim=1))
         formatted = task.verifiers["format"](prompts, roll.responses) if cfg.format_weight else None
         shaped.append(shaped_rewards(cfg, passed, n_tok, formatted))
+        if sort is not None:
+            sorted_.append(sort(prompts, roll.responses))
         if not cfg.dynamic_sampling:
             break
         if sum(int(advantages.signal_groups(r, G).sum()) for r in shaped) >= P:
             break
     batch = select_groups(rolls, shaped, P, G, filter_signal=cfg.dynamic_sampling, eos_id=sampler.eos_id,
                           pad_id=sampler.pad_id)
+    categories = {name: torch.cat([c[name] for c in sorted_]) for name in sorted_[0]} if sorted_ else {}
     return Collected(batch, torch.cat(shaped), torch.cat(correct), torch.cat(lengths),
-                     torch.cat(truncated), seconds, tokens, flops)
+                     torch.cat(truncated), seconds, tokens, flops, categories)
 
 
 # ----------------------------------------------------------------------------------------------
