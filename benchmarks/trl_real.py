@@ -16,7 +16,7 @@ process, one after the other, on ``--threads`` threads:
   float32, no vLLM, no checkpoints, no activation checkpointing, one log row a step), on its own copy of the
   model loaded by ``course_lib.lm.load``, its tokenizer, the task's questions as chat prompts (system + user
   turns: TRL applies the chat template) and two reward functions, course_lib.lm.task's ``exact`` and
-  ``formatted`` verdicts, weighted 1 and 0.5 (``reward_weights``).
+  ``formatted`` verdicts, weighted 1 and 0.5 (``reward_weights``): ``course_lib.lm.trl_recipe``.
 tests/peers/test_trl_real.py checks, on a prepared batch, that the two take the same first step.
 
 Timed: the median wall time of a step, over the steps after the first (it carries set-up) and, for the course,
@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from course_lib import frameworks as fw                         # noqa: E402
 from course_lib import lm                                       # noqa: E402
 from course_lib.lm import task                                  # noqa: E402
+from course_lib.lm.trl_recipe import dataset, reward_funcs         # noqa: E402
 from course_lib.rl.config import make_config                   # noqa: E402
 from course_lib.rl.history import config_record                # noqa: E402
 
@@ -73,36 +74,6 @@ def use_course_model() -> Path:
         raise lm.ModelNotBuilt(f"no built model in {folder}: run `make model` once (about a minute), or set "
                                f"${lm.CACHE_VARIABLE} to a built folder")
     return folder
-
-
-# ----------------------------------------------------------------------------------------------
-# the task as TRL reads it
-# ----------------------------------------------------------------------------------------------
-def chat_prompt(question: str) -> list[dict]:
-    """One question as the conversation TRL renders with the model's chat template (lm.chat_ids's turns)."""
-    return [{"role": "system", "content": task.SYSTEM}, {"role": "user", "content": question}]
-
-
-def dataset(questions: task.Questions):
-    """The questions as a datasets.Dataset: a conversational "prompt" and the "answer" the rewards read."""
-    from datasets import Dataset
-    return Dataset.from_dict({"prompt": [chat_prompt(t) for t in questions.texts], "answer": questions.answers})
-
-
-def exact_reward(completions, answer, **_) -> list[float]:
-    """task.exact on each completion's text: its last integer is the sum."""
-    return [task.exact(c[0]["content"], a) for c, a in zip(completions, answer)]
-
-
-def format_reward(completions, **_) -> list[float]:
-    """task.formatted on each completion's text: it states "Answer: <integer>"."""
-    return [task.formatted(c[0]["content"]) for c in completions]
-
-
-def reward_funcs(cfg) -> list:
-    """The reward functions in the order of to_trl's reward_weights: [exact, format] (format only when the
-    config weighs it)."""
-    return [exact_reward, format_reward] if cfg.format_weight else [exact_reward]
 
 
 def trl_settings(cfg, steps: int, seed: int, output_dir: str) -> dict:

@@ -2,18 +2,29 @@
 held-out measurements before and after training, and the comparisons the chapter's verdicts rest on.
 
 A record holds ``runs`` keyed "arm/seed" (each: the trainer's rows, the config, times, peak memory, the held-out
-measurement ``after``) and the pretrained model's greedy replies; the model before training was measured by
-``benchmarks/real_lm_task.py`` with the same function (``real_lm_task.json``, one entry per sampling seed).
+measurement ``after``); the model before training was measured by ``benchmarks/real_lm_task.py`` with the same
+function (``real_lm_task.json``). A held-out measurement (``real_lm_task.summary``) keeps every reply's text,
+finished flag and length, G replies per question in the task's held-out order, so the reply categories, pass@k
+and per-pair results below are all read from the replies themselves.
 """
 from __future__ import annotations
 
 import math
-from statistics import mean
+from statistics import mean, stdev
 
-# the held-out quantities measured before and after: sampled (8 replies per question) and greedy
-HELDOUT = {"pass@1": ("sampled", "pass@1"), "pass@8": ("sampled", "pass@8"), "format": ("sampled", "format"),
-           "truncated": ("sampled", "truncated"), "mean length": ("sampled", "mean_length"),
-           "greedy accuracy": ("greedy", "pass@1")}
+from .task import CATEGORIES, ChatAdditionTask, categories
+
+# the held-out quantities measured before and after: name -> (which measurement, how it is read from it)
+HELDOUT = {"pass@1": ("sampled", lambda m: m["pass@1"]),
+           "pass@8": ("sampled", lambda m: pass_at_k(m, [8])[8]),
+           "pass@32": ("sampled", lambda m: pass_at_k(m, [32])[32]),
+           "finished": ("sampled", lambda m: m["categories"]["finished"]),
+           "format": ("sampled", lambda m: m["categories"]["formatted"]),
+           "right sum anywhere": ("sampled", lambda m: m["categories"]["right_sum"]),
+           "no sum": ("sampled", lambda m: m["categories"]["no_sum"]),
+           "exact if finished": ("sampled", lambda m: accuracy_if_finished(m)),
+           "mean length": ("sampled", lambda m: m["mean_length"]),
+           "greedy accuracy": ("greedy", lambda m: m["pass@1"])}
 
 
 def by_arm(record: dict) -> dict[str, dict[int, dict]]:
@@ -31,14 +42,6 @@ def series(run: dict, key: str) -> tuple[list[int], list[float]]:
     return [r["step"] for r in rows], [float(r[key]) for r in rows]
 
 
-def format_rate(run: dict) -> tuple[list[int], list[float]]:
-    """The share of each step's samples that state "Answer: <n>": the reward is the exact verdict plus
-    ``format_weight`` times the format verdict, so (reward/mean - acc/sampled) / format_weight, exactly."""
-    w = run["config"]["format_weight"]
-    rows = [r for r in run["rows"] if r["step"] > 0]
-    return [r["step"] for r in rows], [(r["reward/mean"] - r["acc/sampled"]) / w for r in rows]
-
-
 def window_mean(values: list[float], first: int, last: int, steps: list[int]) -> float:
     """Mean of the values at steps first..last (inclusive)."""
     chosen = [v for s, v in zip(steps, values) if first <= s <= last]
@@ -49,22 +52,20 @@ def window_mean(values: list[float], first: int, last: int, steps: list[int]) ->
 
 def early_late(run: dict, key: str, width: int = 10) -> tuple[float, float]:
     """A metric's mean over the first and over the last ``width`` RL steps of a run."""
-    steps, values = format_rate(run) if key == "format" else series(run, key)
+    steps, values = series(run, key)
     return window_mean(values, 1, width, steps), window_mean(values, steps[-1] - width + 1, steps[-1], steps)
 
 
-def before(task_record: dict, name: str) -> list[float]:
-    """A held-out quantity of the pretrained model, one value per sampling seed (greedy: one value)."""
-    kind, key = HELDOUT[name]
-    if kind == "greedy":
-        return [task_record["greedy"][key]]
-    return [task_record["seeds"][s][key] for s in sorted(task_record["seeds"], key=int)]
+def before(task_record: dict, name: str) -> float:
+    """A held-out quantity of the pretrained model (``HELDOUT``; sampled: sampling seed 0's replies)."""
+    kind, read = HELDOUT[name]
+    return read(task_record["greedy"] if kind == "greedy" else task_record["seeds"]["0"])
 
 
 def after(runs: dict[int, dict], name: str) -> list[float]:
-    """A held-out quantity after training, one value per training seed of an arm."""
-    kind, key = HELDOUT[name]
-    return [runs[s]["after"][kind][key] for s in sorted(runs)]
+    """A held-out quantity after training (``HELDOUT``), one value per training seed of an arm."""
+    kind, read = HELDOUT[name]
+    return [read(runs[s]["after"][kind]) for s in sorted(runs)]
 
 
 def separated(a: list[float], b: list[float]) -> int:
@@ -168,7 +169,7 @@ def live_agrees(live: list[dict], runs: dict[int, dict], keys: tuple[str, ...], 
 def half_way_step(run: dict, key: str, width: int = 5) -> int:
     """The first RL step at which a metric's trailing ``width``-step mean has covered half of its change, from
     its mean over the first ``width`` steps to its mean over the last ``width`` (which of two rises came first)."""
-    steps, values = format_rate(run) if key == "format" else series(run, key)
+    steps, values = series(run, key)
     smooth = [mean(values[max(0, i - width + 1): i + 1]) for i in range(len(values))]
     start, end = mean(values[:width]), mean(values[-width:])
     half = (start + end) / 2
@@ -178,17 +179,100 @@ def half_way_step(run: dict, key: str, width: int = 5) -> int:
     return steps[-1]
 
 
-def never_solved(task_record: dict) -> list[int]:
-    """The held-out questions no sample of the pretrained model answered: 0 right in every sampling seed (24
-    replies at 8 per seed), by index in the held-out order."""
-    per_seed = [task_record["seeds"][s]["correct_per_group"] for s in task_record["seeds"]]
-    return [q for q in range(len(per_seed[0])) if all(counts[q] == 0 for counts in per_seed)]
+# ----------------------------------------------------------------------------------------------
+# a held-out measurement, reply by reply (``real_lm_task.summary``'s record)
+# ----------------------------------------------------------------------------------------------
+def reply_answers(measure: dict, task: ChatAdditionTask | None = None) -> list[int]:
+    """The right answer of each stored reply: G replies per held-out question, in the task's order."""
+    q = (task or ChatAdditionTask()).questions("heldout")
+    G = group_size(measure)
+    return [a for a in q.answers for _ in range(G)]
 
 
-def solved_share(run: dict, questions: list[int]) -> tuple[float, float]:
-    """On the given held-out questions after training: the share of replies that are right (pass@1) and the share
-    of questions with at least one right reply among 8 (pass@8)."""
-    counts = run["after"]["sampled"]["correct_per_group"]
-    G = run["after"]["sampled"]["replies"] // len(counts)
-    chosen = [counts[q] for q in questions]
-    return sum(chosen) / (G * len(chosen)), sum(c > 0 for c in chosen) / len(chosen)
+def group_size(measure: dict) -> int:
+    """Replies per question of a held-out measurement."""
+    return measure["replies"] // len(measure["correct_per_group"])
+
+
+def reply_categories(measure: dict, task: ChatAdditionTask | None = None) -> list[dict[str, float]]:
+    """``lm.task.categories`` of every stored reply, recomputed from its text and finished flag."""
+    return [categories(t, a, bool(f)) for t, a, f in
+            zip(measure["texts"], reply_answers(measure, task), measure["finished"])]
+
+
+def category_shares(measure: dict) -> dict[str, float]:
+    """The share of the replies in each category, recomputed from the texts."""
+    cats = reply_categories(measure)
+    return {c: mean(x[c] for x in cats) for c in CATEGORIES}
+
+
+def accuracy_if_finished(measure: dict) -> float:
+    """The exact share among the replies that finished within the budget: what pass@1 would be if every reply
+    finished and nothing else changed (stopping alone)."""
+    done = [e for e, f in zip((x["exact"] for x in reply_categories(measure)), measure["finished"]) if f]
+    return mean(done) if done else float("nan")
+
+
+ANSWER_KINDS = ("exact", "right sum, not last", "wrong sum only", "no sum")
+
+
+def answer_kind(cat: dict[str, float]) -> str:
+    """Which of ``ANSWER_KINDS`` a reply's categories put it in (the exact verdict first)."""
+    if cat["exact"]:
+        return "exact"
+    if cat["right_sum"]:
+        return "right sum, not last"
+    return "no sum" if cat["no_sum"] else "wrong sum only"
+
+
+def format_answer_table(measure: dict) -> dict[tuple[bool, str], list[int]]:
+    """CS336 A5's format x answer table: (formatted, answer kind) -> the indices of the replies in that cell."""
+    out: dict[tuple[bool, str], list[int]] = {(f, k): [] for f in (True, False) for k in ANSWER_KINDS}
+    for i, cat in enumerate(reply_categories(measure)):
+        out[(bool(cat["formatted"]), answer_kind(cat))].append(i)
+    return out
+
+
+def pair_accuracy(measure: dict, task: ChatAdditionTask | None = None) -> dict[tuple[int, int], float]:
+    """The exact share of each held-out unordered pair {a, b}: all its replies, both orders, every wording."""
+    units = (task or ChatAdditionTask()).unordered_of("heldout")
+    G = group_size(measure)
+    right: dict[tuple[int, int], int] = {}
+    asked: dict[tuple[int, int], int] = {}
+    for unit, c in zip(units, measure["correct_per_group"]):
+        right[unit] = right.get(unit, 0) + c
+        asked[unit] = asked.get(unit, 0) + G
+    return {u: right[u] / asked[u] for u in sorted(right)}
+
+
+def mean_and_se(values: list[float]) -> tuple[float, float]:
+    """The mean of per-unit values and its standard error over the units, stdev / sqrt(n)."""
+    return mean(values), stdev(values) / math.sqrt(len(values))
+
+
+def pass_at_k(measure: dict, ks) -> dict[int, float]:
+    """The held-out pass@k curve (``course_lib.passk``'s unbiased estimator, averaged over questions) for each
+    k in ``ks`` up to the replies per question."""
+    from ..passk import pass_at_k as per_question
+    G = group_size(measure)
+    return {k: float(per_question(G, measure["correct_per_group"], k).mean()) for k in ks if k <= G}
+
+
+def crossings(base: dict[int, float], trained: dict[int, float]) -> list[int]:
+    """The k at which the pretrained model's pass@k is above the trained one's (both measured there)."""
+    return [k for k in sorted(set(base) & set(trained)) if base[k] > trained[k]]
+
+
+def gained_lost(before_counts: list[int], after_counts: list[int]) -> tuple[list[int], list[int]]:
+    """The held-out questions (indices) a run gained: no right reply among the pretrained model's samples, some
+    after; and lost: some right before, none among the trained model's."""
+    gained = [i for i, (b, a) in enumerate(zip(before_counts, after_counts)) if b == 0 and a > 0]
+    lost = [i for i, (b, a) in enumerate(zip(before_counts, after_counts)) if b > 0 and a == 0]
+    return gained, lost
+
+
+def grad_clip_share(run: dict) -> float:
+    """The share of a run's RL steps whose gradient norm exceeded ``grad_clip`` (the clip scaled them down)."""
+    clip = run["config"]["grad_clip"]
+    norms = series(run, "grad/norm")[1]
+    return sum(n > clip for n in norms) / len(norms)

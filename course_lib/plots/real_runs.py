@@ -1,21 +1,24 @@
-"""Chapter 13's figures: the stored GRPO runs on the real model, curve by curve per arm and seed, and the
-held-out measurement before and after training. Presentation only: every number comes from
-``course_lib.lm.runs``."""
+"""Chapter 13's figures: the stored GRPO runs on the real model, curve by curve per arm and seed, which change
+comes first, the held-out measurement before and after training, and its pass@k curves. Presentation only:
+every number comes from ``course_lib.lm.runs``."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..lm.runs import after, before, format_rate, series
-from .common import BLUE, GREY, ORANGE, light_grid
+from ..lm.runs import after, before, half_way_step, series
+from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
 
-ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE}
-ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48"}
-# (metric, panel title); "format" is derived from the reward (lm.runs.format_rate)
+ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
+ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48", "lr_5e-6": "GRPO, lr 5e-6",
+              "lr_5e-5": "GRPO, lr 5e-5"}
+# (metric, panel title)
 CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sampled", "sampled accuracy (training prompts)"),
-          ("format", "format rate: 'Answer: n' stated"), ("acc/heldout", "held-out greedy accuracy (60 questions)"),
+          ("replies/formatted", "format rate: 'Answer: n' stated"),
+          ("acc/heldout", "held-out greedy accuracy (54 questions)"),
           ("len/all", "reply length (tokens)"), ("len/truncated_frac", "share cut at 48 tokens"),
           ("entropy/mean", "entropy per token (nats)"), ("kl/ref", "KL to the pretrained model, per token"),
-          ("grad/norm", "gradient norm (before clipping at 1)"))
+          ("grad/norm", "gradient norm (before clipping at 1)"),
+          ("groups/zero_signal_frac", "groups without signal (all 4 rewards equal)"))
 
 
 def _smooth(values: list[float], width: int = 5) -> list[float]:
@@ -35,7 +38,7 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
         for arm, runs in arms.items():
             colour = ARM_COLOURS.get(arm, GREY)
             for i, (seed, run) in enumerate(runs.items()):
-                steps, values = format_rate(run) if key == "format" else series(run, key)
+                steps, values = series(run, key)
                 label = f"{ARM_LABELS.get(arm, arm)}" if i == 0 else None
                 if key in ("acc/heldout", "kl/ref"):
                     ax.plot(steps, values, "o-", color=colour, lw=1.2, ms=3.5, alpha=0.8, label=label)
@@ -57,22 +60,64 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
 
 
 def before_after_plot(task_record: dict, arms: dict[str, dict[int, dict]],
-                      names=("pass@1", "pass@8", "greedy accuracy", "format", "truncated")) -> plt.Figure:
-    """Each held-out quantity before training (one dot per sampling seed) and after (one dot per training seed
-    and arm)."""
-    fig, ax = plt.subplots(figsize=(8.5, 3.4))
+                      names=("pass@1", "exact if finished", "greedy accuracy", "finished", "format",
+                             "right sum anywhere", "no sum")) -> plt.Figure:
+    """Each held-out quantity before training (the pretrained model, one measurement) and after (one dot per
+    training seed and arm)."""
+    fig, ax = plt.subplots(figsize=(10, 3.4))
     for x, name in enumerate(names):
-        b = before(task_record, name)
-        ax.plot([x - 0.25] * len(b), b, "o", color=GREY, ms=6, label="before (pretrained)" if x == 0 else None)
+        ax.plot([x - 0.25], [before(task_record, name)], "D", color=GREY, ms=7,
+                label="before (pretrained)" if x == 0 else None)
         for j, (arm, runs) in enumerate(arms.items()):
             a = after(runs, name)
-            ax.plot([x + 0.05 + 0.2 * j] * len(a), a, "o", color=ARM_COLOURS.get(arm, GREY), ms=6,
+            ax.plot([x + 0.05 + 0.2 * j] * len(a), a, "o", color=ARM_COLOURS.get(arm, GREY), ms=6, alpha=0.8,
                     label=f"after: {ARM_LABELS.get(arm, arm)}" if x == 0 else None)
-    ax.set_xticks(range(len(names)), names)
+    ax.set_xticks(range(len(names)), [n.replace(" ", "\n", 1) if len(n) > 12 else n for n in names], fontsize=8)
     ax.set_ylim(-0.03, 1.03)
     ax.set_ylabel("share of held-out replies")
-    ax.set_title("Held-out questions (never trained on), before and after training: one dot per seed")
-    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("Held-out questions (pairs never trained on), before and after training: one dot per seed")
+    ax.legend(fontsize=8, loc="center right")
     light_grid(ax, axis="y")
+    fig.tight_layout()
+    return fig
+
+
+# (metric, label, its change): which of three changes covers half of itself first
+FIRST = (("len/truncated_frac", "stopping (share cut at 48 falls)"), ("acc/sampled", "accuracy rises"),
+         ("replies/formatted", "format rises"))
+
+
+def moves_first_plot(arms: dict[str, dict[int, dict]], width: int = 5) -> plt.Figure:
+    """One row per run: the step at which each change has covered half of itself (``lm.runs.half_way_step``)."""
+    labels = [f"{ARM_LABELS.get(arm, arm)}, seed {s}" for arm, by_seed in arms.items() for s in by_seed]
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(labels) + 1.2))
+    for (key, label), colour, marker in zip(FIRST, (GREY, BLUE, ORANGE), ("s", "o", "^")):
+        steps = [half_way_step(run, key, width) for by_seed in arms.values() for run in by_seed.values()]
+        ax.plot(steps, range(len(labels)), marker, color=colour, ms=8, alpha=0.85, label=label)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"RL step at which the {width}-step mean has covered half of its change")
+    ax.set_title("What moves first, run by run", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    light_grid(ax, axis="x")
+    fig.tight_layout()
+    return fig
+
+
+def passk_plot(base: dict[int, float], trained: dict[str, dict[int, float]]) -> plt.Figure:
+    """pass@k against k (log scale): the pretrained model's curve and one per trained run."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    ax.plot(list(base), list(base.values()), "D-", color=GREY, lw=2, ms=5, label="before (pretrained)")
+    for name, curve in trained.items():
+        arm = name.split(",")[0]
+        ax.plot(list(curve), list(curve.values()), "o-", color=ARM_COLOURS.get(arm, GREY), lw=1.2, ms=4,
+                alpha=0.75, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(base), [str(k) for k in base])
+    ax.set_xlabel("k (replies drawn per question)")
+    ax.set_ylabel("held-out pass@k")
+    ax.set_title("pass@k on the held-out questions, before and after training", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    light_grid(ax)
     fig.tight_layout()
     return fig
