@@ -309,6 +309,12 @@ KNOBS: tuple[Knob, ...] = (
               "= `lower_upper`) zeroes the weight and keeps the token in the mask, like TRL and the "
               "toy; its rejection (`rollout_rs`) removes tokens from `response_mask`, so they leave the "
               "token-mean denominator, and its k1 bounds apply to pi_rollout / pi_train."),
+    Knob("Learning rate (the policy's AdamW)", "13_grpo_on_a_real_model",
+         verl=(S("actor.optim.lr", "1e-6"),),
+         trl=(S("learning_rate", "1e-6"),),
+         openrlhf=(S("--actor.adam.lr", "1e-6"),),
+         note="the three defaults are tuned for billion-parameter models over hundreds of steps; chapter 13 "
+              "trains a 135M model for 30 steps at 2e-5 and measures what that costs."),
 )
 del S
 

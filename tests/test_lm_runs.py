@@ -1,7 +1,7 @@
 """The stored GRPO runs on the real model (notebooks/data/real_lm_grpo.json) against the code that made them and
-against themselves: each run's config is what benchmarks/real_lm_grpo.py builds today, its rows are whole, the
-held-out summaries follow from their per-question counts, the format rate chapter 13 derives from the reward is
-the format verdict's share, and lm.runs' comparisons on hand-made values."""
+against themselves: each run's config is what benchmarks/real_lm_grpo.py builds today, its rows are whole and carry
+the reply categories, the held-out summaries follow from the stored reply texts under today's verifier, the format
+share agrees with the reward it was paid in, and lm.runs' comparisons on hand-made values."""
 import importlib.util
 import json
 from pathlib import Path
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from course_lib.lm import runs
+from course_lib.lm.task import ChatAdditionTask, exact
 from course_lib.rl.history import config_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,25 +31,33 @@ def test_every_stored_run_has_todays_config_and_all_its_rows():
         assert evals == [0, *range(run["config"]["eval_every"], run["config"]["steps"] + 1, run["config"]["eval_every"])]
 
 
-def test_the_held_out_summaries_follow_from_the_per_question_counts():
+def test_the_held_out_summaries_follow_from_the_stored_replies():
+    q = ChatAdditionTask().questions("heldout")
+    G = RECORD["settings"]["eval"]["group_size"]
+    assert G >= 32, "pass@k after training is read up to k = 32"
     for key, run in RECORD["runs"].items():
-        s = run["after"]["sampled"]
-        counts = s["correct_per_group"]
-        assert len(counts) == 60 and s["replies"] == 480, key
-        assert s["pass@1"] == pytest.approx(sum(counts) / 480)
-        assert s["pass@8"] == pytest.approx(sum(c > 0 for c in counts) / 60)
-        assert run["after"]["greedy"]["pass@1"] == pytest.approx(sum(run["after"]["greedy"]["correct_per_group"]) / 60)
+        for kind, n in (("sampled", G), ("greedy", 1)):
+            s = run["after"][kind]
+            answers = [a for a in q.answers for _ in range(n)]
+            right = [exact(t, a) for t, a in zip(s["texts"], answers)]      # today's verifier on the stored texts
+            assert len(right) == s["replies"] == n * len(q.texts) == len(s["finished"]), key
+            assert s["correct_per_group"] == [int(sum(right[i:i + n])) for i in range(0, len(right), n)], key
+            assert s["pass@1"] == pytest.approx(sum(right) / len(right)), key
+            assert s["categories"] == pytest.approx(runs.category_shares(s)), key
     assert RECORD["settings"]["eval"]["max_new_tokens"] == TASK["settings"]["max_new_tokens"]   # the same measure
-    assert RECORD["settings"]["eval"]["group_size"] == TASK["settings"]["group_size"]
+    assert RECORD["settings"]["eval"]["temperature"] == TASK["settings"]["temperature"]
 
 
-def test_the_derived_format_rate_is_a_share_of_the_samples():
-    """reward = exact + 0.5 x format, so the derived rate times 32 samples is a whole number in 0..32."""
-    for run in RECORD["runs"].values():
-        n = run["config"]["prompts_per_step"] * run["config"]["group_size"]
-        _, rates = runs.format_rate(run)
-        for r in rates:
-            assert 0 <= r <= 1 and abs(r * n - round(r * n)) < 1e-6
+def test_every_row_carries_the_reply_categories_and_they_agree_with_the_reward():
+    """reward = exact + 0.5 x format, so the formatted share is (reward - exact share) / 0.5; the exact share is
+    acc/sampled and the finished share 1 - the truncated one."""
+    for key, run in RECORD["runs"].items():
+        w = run["config"]["format_weight"]
+        for r in run["rows"][1:]:
+            assert r["replies/formatted"] == pytest.approx((r["reward/mean"] - r["acc/sampled"]) / w, abs=1e-6), key
+            assert r["replies/exact"] == pytest.approx(r["acc/sampled"])
+            assert r["replies/finished"] == pytest.approx(1 - r["len/truncated_frac"])
+            assert r["replies/right_sum"] >= r["replies/exact"] and r["replies/no_sum"] <= 1 - r["replies/right_sum"]
 
 
 def test_one_update_per_batch_never_clips():
@@ -66,18 +75,13 @@ def test_comparisons_on_hand_made_values():
     assert runs.separated([0.2, 0.25], [0.22, 0.4]) == 0
     assert runs.spread([0.1, 0.2, 0.3]) == "0.200 (0.100-0.300)"
     run = {"config": {"format_weight": 0.5},
-           "rows": [{"step": 0}, *({"step": s, "reward/mean": 0.5 + 0.5 * f, "acc/sampled": 0.5, "len/all": s}
+           "rows": [{"step": 0}, *({"step": s, "reward/mean": 0.5 + 0.5 * f, "replies/formatted": f, "len/all": s}
                                    for s, f in ((1, 0.0), (2, 0.25), (3, 0.5), (4, 1.0)))]}
-    assert runs.format_rate(run)[1] == [0.0, 0.25, 0.5, 1.0]
     assert runs.early_late(run, "len/all", width=2) == (1.5, 3.5)
-    assert runs.early_late(run, "format", width=1) == (0.0, 1.0)
+    assert runs.early_late(run, "replies/formatted", width=1) == (0.0, 1.0)
     rising = {"config": {"format_weight": 0.5},
               "rows": [{"step": 0}, *({"step": s, "acc/sampled": float(s >= 8)} for s in range(1, 16))]}
     assert runs.half_way_step(rising, "acc/sampled", width=3) == 9         # 3-step mean 2/3 >= 1/2 first at 9
-    task = {"seeds": {"0": {"correct_per_group": [0, 2, 0, 0]}, "1": {"correct_per_group": [0, 0, 1, 0]}}}
-    assert runs.never_solved(task) == [0, 3]
-    after = {"after": {"sampled": {"correct_per_group": [8, 0, 5, 2], "replies": 32}}}
-    assert runs.solved_share(after, [0, 3]) == (10 / 16, 1.0) and runs.solved_share(after, [1]) == (0.0, 0.0)
     live = [{"step": 1, "reward/mean": 0.5}, {"step": 2, "reward/mean": 0.25}]
     assert runs.differing_first_rows(live, run["rows"][1:3], ("reward/mean",)) == [
         "step 2 reward/mean: 0.25 live vs 0.625 stored"]

@@ -112,17 +112,23 @@ RECORD = Path(__file__).resolve().parents[1] / "notebooks" / "data" / "real_lm_t
 def test_the_stored_start_is_of_todays_task_and_its_summaries_are_its_own_data():
     rec = json.loads(RECORD.read_text())
     task = ChatAdditionTask()
-    assert rec["settings"]["questions"] == len(task.questions("heldout").texts)
+    q = task.questions("heldout")
+    assert rec["settings"]["questions"] == len(q.texts)
+    assert [tuple(p) for p in rec["settings"]["heldout_pairs"]] == task.heldout_unordered     # today's split
     G = rec["settings"]["group_size"]
+    assert G >= 64, "pass@k before training is read up to k = 64"
     greedy = rec["greedy"]
-    assert len(greedy["exact_per_question"]) == rec["settings"]["questions"]
+    assert greedy["exact_per_question"] == [exact(t, a) for t, a in zip(greedy["texts"], q.answers)]
     assert greedy["pass@1"] == pytest.approx(sum(greedy["exact_per_question"]) / rec["settings"]["questions"])
-    assert len(rec["seeds"]) >= 3, "the start is measured over at least 3 sampling seeds"
     for seed, s in rec["seeds"].items():
-        groups = s["correct_per_group"]
-        assert len(groups) == rec["settings"]["questions"] and all(0 <= c <= G for c in groups)
-        assert s["pass@1"] == pytest.approx(sum(groups) / (G * len(groups))), seed
-        assert s[f"pass@{G}"] == pytest.approx(sum(c > 0 for c in groups) / len(groups)), seed
+        answers = [a for a in q.answers for _ in range(G)]
+        right = [exact(t, a) for t, a in zip(s["texts"], answers)]           # today's verifier on the stored texts
+        assert len(right) == s["replies"] == G * len(q.texts) == len(s["finished"]) == len(s["lengths"])
+        assert s["correct_per_group"] == [int(sum(right[i:i + G])) for i in range(0, len(right), G)], seed
+        assert s["pass@1"] == pytest.approx(sum(right) / len(right)), seed
+        assert s["truncated"] == pytest.approx(1 - sum(s["finished"]) / len(right))
+        cats = [categories(t, a, bool(f)) for t, a, f in zip(s["texts"], answers, s["finished"])]
+        assert s["categories"] == pytest.approx({c: sum(x[c] for x in cats) / len(cats) for c in CATEGORIES})
         assert 0.1 <= s["pass@1"] <= 0.6, f"seed {seed}: sampled pass@1 {s['pass@1']} outside the 10-60% band"
 
 

@@ -48,7 +48,7 @@ def batch(policy, task):
 
 def test_the_task_splits_by_pair_and_its_prompts_are_the_chat_templates(task):
     train, held = task.prompts("train"), task.prompts("heldout")
-    assert (len(train), len(held)) == (240, 60)                      # 80 / 20 pairs x 3 wordings
+    assert (len(train), len(held)) == (246, 54)                      # 82 / 18 ordered pairs x 3 wordings
     rows = lm.prompt_rows(held)
     assert rows[0] == lm.chat_ids(task.tokenizer, task._questions["heldout"].texts[0], SYSTEM)
     assert min(map(len, rows)) < held.shape[1] and (held[:, 0] == lm.PROMPT_PAD).any()   # left padding
@@ -169,13 +169,16 @@ def test_each_forward_of_a_real_step_is_as_small_as_the_config_and_the_policy_as
 
 def test_collect_pays_the_exact_verdict_plus_the_format_weight_times_the_format_verdict(policy, task, monkeypatch):
     """The real size's reward: 1 for the right last integer, plus format_weight (0.5) for stating "Answer: <n>",
-    on four written replies to one question. Planted: the format term dropped, or its weight ignored."""
+    on four written replies to one question, the last cut at the budget; and each reply's categories, which the
+    step's rows average. Planted: the format term dropped, or its weight ignored; a category misread."""
     cfg = make_config("real", **{**SMALL, "prompts_per_step": 1, "group_size": 4})
     prompt = task.prompts("train")[:1]
     _, answer = task.question(lm.prompt_rows(prompt)[0])
-    texts = [f"Answer: {answer}", f"{answer}", f"Answer: {answer + 1}", "I do not know."]
+    texts = [f"Answer: {answer}", f"{answer}", f"Answer: {answer + 1}", "I do not know, so let me think about it"]
     ids = [task.tokenizer.encode(t, add_special_tokens=False) + [policy.eos_id] for t in texts]
+    ids[3] = ids[3][:-1]                                                  # cut at the budget: no EOS
     T = max(map(len, ids))
+    assert len(ids[3]) == T
     responses = torch.tensor([r + [policy.pad_id] * (T - len(r)) for r in ids])
     mask = lm.model.lengths_mask(torch.tensor([len(r) for r in ids]), T)
     monkeypatch.setattr(policy, "rollout", lambda prompts, *a, **kw: rl.Rollout(prompts, responses, mask,
@@ -184,6 +187,13 @@ def test_collect_pays_the_exact_verdict_plus_the_format_weight_times_the_format_
                           lambda context: 0.0)
     assert cfg.format_weight == 0.5 and got.correct.tolist() == [1.0, 1.0, 0.0, 0.0]
     assert got.rewards.tolist() == [1.5, 1.0, 0.5, 0.0]
+    assert got.truncated.tolist() == [False, False, False, True]
+    assert {k: v.tolist() for k, v in got.categories.items()} == {
+        "finished": [1.0, 1.0, 1.0, 0.0], "formatted": [1.0, 0.0, 1.0, 0.0], "exact": [1.0, 1.0, 0.0, 0.0],
+        "right_sum": [1.0, 1.0, 0.0, 0.0], "no_sum": [0.0, 0.0, 0.0, 1.0]}
+    row = {k: float(v) for k, v in rl.sampling_metrics(got, 4).items() if k.startswith("replies/")}
+    assert row == {"replies/finished": 0.75, "replies/formatted": 0.5, "replies/exact": 0.5,
+                   "replies/right_sum": 0.5, "replies/no_sum": 0.25}
 
 
 def test_the_learners_forward_runs_in_the_configs_precision(policy, batch):
@@ -208,6 +218,7 @@ def test_a_short_run_trains_and_its_reference_is_the_starting_model():
     assert 0 <= hist.rows[0]["acc/heldout"] <= 1 and r1["samples/step"] == 4
     assert [r["step"] for r in hist.rows] == [0, 1, 2] and all("acc/heldout" in r for r in hist.rows)   # steps, eval_every
     assert [r["lr"] for r in hist.rows[1:]] == pytest.approx([cfg.lr / 3, 2 * cfg.lr / 3])   # warm-up over 3 steps
+    assert all(r["replies/finished"] == pytest.approx(1 - r["len/truncated_frac"]) for r in hist.rows[1:])
 
 
 def test_the_gpu_size_runs_a_step_on_the_cpu():

@@ -233,6 +233,11 @@ def format_answer_table(measure: dict) -> dict[tuple[bool, str], list[int]]:
     return out
 
 
+def format_answer_shares(measure: dict) -> dict[tuple[bool, str], float]:
+    """``format_answer_table`` as shares of the replies."""
+    return {k: len(v) / measure["replies"] for k, v in format_answer_table(measure).items()}
+
+
 def pair_accuracy(measure: dict, task: ChatAdditionTask | None = None) -> dict[tuple[int, int], float]:
     """The exact share of each held-out unordered pair {a, b}: all its replies, both orders, every wording."""
     units = (task or ChatAdditionTask()).unordered_of("heldout")
