@@ -74,7 +74,7 @@ def test_pass_at_k_is_the_unbiased_estimator_averaged_over_questions():
 
 
 def test_questions_gained_and_lost():
-    assert runs.gained_lost([0, 3, 0, 5], [2, 0, 0, 1]) == ([0], [1])
+    assert runs.gained_lost([0, 3, 0, 5, 1], [2, 0, 0, 1, 9]) == ([0], [1])       # 1 -> 9 is neither
 
 
 def test_the_gradient_clip_share_counts_steps_above_the_clip():

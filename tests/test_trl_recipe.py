@@ -11,10 +11,11 @@ REPLIES = ["3 + 4 = 7. Answer: 7", "Answer: 8", "0 + 7", "The sum is 7.", "nothi
 
 def test_the_reward_functions_are_the_tasks_verdicts_in_trl_shape():
     completions = [[{"role": "assistant", "content": r}] for r in REPLIES]
-    answers = [7] * len(REPLIES)
-    assert trl_recipe.exact_reward(completions, answer=answers, prompts=None) == [exact(r, 7) for r in REPLIES]
+    answers = [7, 8, 7, 7, 7]                                  # each completion is graded against its own answer
+    assert trl_recipe.exact_reward(completions, answer=answers, prompts=None) == [
+        exact(r, a) for r, a in zip(REPLIES, answers)]
     assert trl_recipe.format_reward(completions, answer=answers) == [formatted(r) for r in REPLIES]
-    assert trl_recipe.exact_reward(completions, answers) == [1.0, 0.0, 0.0, 1.0, 0.0]
+    assert trl_recipe.exact_reward(completions, answers) == [1.0, 1.0, 0.0, 1.0, 0.0]
 
 
 def test_the_reward_functions_follow_to_trls_weights():
