@@ -55,7 +55,7 @@ trl_real = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(trl_real)
 
 P, G, T = 2, 4, 48
-QUESTIONS = [1, 50]                  # of the training split: "Compute 0 + 0." and "2 + 4 = ?"
+QUESTIONS = [1, 53]                  # of the training split: "Compute 0 + 0." and "2 + 4 = ?"
 SAMPLING_SEED = 3
 WRITTEN = {3: "0 + 0 = 0. Answer: 0", 7: "2 + 4 = 5. Answer: 5"}     # row -> reply: rewards 1.5 and 0.5
 TRL_EPS = 1e-4                       # TRL's advantage: (r - mean) / (std + 1e-4)
