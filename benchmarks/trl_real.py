@@ -144,6 +144,33 @@ def run_trl(cfg) -> dict:
     return out
 
 
+CURVE_KEYS = ("reward", "rewards/exact_reward/mean", "rewards/format_reward/mean", "completions/mean_length",
+              "completions/clipped_ratio", "entropy", "grad_norm", "frac_reward_zero_std", "learning_rate")
+
+
+def trl_curve(steps: int, seed: int = 0, threads: int = 2) -> dict:
+    """TRL's own learning curve on chapter 13's run: ``GRPOTrainer`` for ``steps`` steps of ``make_config("real")``
+    (seed ``seed``) from the pretrained weights, on the training questions, each step's logged metrics
+    (``CURVE_KEYS``, those TRL logs): what chapter 13 draws beside the course's seeds."""
+    from transformers import TrainerCallback
+    cfg = make_config("real", steps=steps, seed=seed, device="cpu", num_threads=threads)
+    torch.set_num_threads(threads)
+    chat = lm.load("fp32")
+    data = dataset(task.ChatAdditionTask(heldout_pairs=cfg.heldout_pairs).questions("train"))
+    rows: list[dict] = []
+
+    class Log(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "reward" in logs:
+                rows.append({"step": state.global_step, **{k: float(logs[k]) for k in CURVE_KEYS if k in logs}})
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        trl_trainer(cfg, chat.model, chat.tokenizer, data, steps, tmp, callbacks=[Log()]).train()
+    return {"config": config_record(cfg), "trl_config": fw.trl_text(cfg), "trl_machine": MACHINE, "rows": rows,
+            "wall_s": round(time.perf_counter() - t0, 1), "environment": trl_toy.environment(threads)}
+
+
 def summary(run: dict) -> dict:
     """The median step time and the median of each phase over the timed steps (all steps when a run is too
     short to leave any out: then set-up and evaluation are inside, and ``all_steps`` says so)."""

@@ -81,3 +81,11 @@ def test_the_gradient_clip_share_counts_steps_above_the_clip():
     run = {"config": {"grad_clip": 1.0},
            "rows": [{"step": 0}, *({"step": s, "grad/norm": g} for s, g in enumerate((0.5, 1.5, 2.0, 1.0), 1))]}
     assert runs.grad_clip_share(run) == 0.5
+
+
+def test_a_series_leaves_out_the_steps_where_a_metric_is_undefined():
+    """The wrong replies' length is NaN on a step whose replies were all right: the step is left out, not the mean."""
+    run = {"rows": [{"step": 0}, {"step": 1, "len/wrong": 9.0}, {"step": 2, "len/wrong": float("nan")},
+                    {"step": 3, "len/wrong": 5.0}]}
+    assert runs.series(run, "len/wrong") == ([1, 3], [9.0, 5.0])
+    assert runs.early_late(run, "len/wrong", width=2) == (9.0, 5.0)

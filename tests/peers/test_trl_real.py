@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -40,13 +41,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REASON
+from conftest import REASON, write_record
 
 pytest.importorskip("trl", reason=REASON)
 from course_lib import advantages, frameworks, lm, rl                # noqa: E402
 from course_lib.lm.policy import ChatPolicy                          # noqa: E402
 from course_lib.lm.task import ChatAdditionTask, ChatTask, Questions  # noqa: E402
 from course_lib.rl import loss_step, trainer                        # noqa: E402
+from course_lib.rl.config import make_config                      # noqa: E402
+from course_lib.rl.history import config_record                    # noqa: E402
 from course_lib.rl.rollout import shaped_rewards                    # noqa: E402
 
 spec = importlib.util.spec_from_file_location("trl_real",
@@ -291,3 +294,30 @@ def test_the_defaults_that_differ_are_set():
     kw = dict((k, v) for k, v, _ in frameworks.to_trl(CFG) if not k.startswith("#"))
     assert (kw["per_device_train_batch_size"], kw["gradient_accumulation_steps"]) == (G * P // CFG.micro_batches,
                                                                                      CFG.micro_batches)
+
+
+CURVE_STEPS = 30                     # chapter 13's runs
+
+
+def test_trls_own_learning_curve_on_chapter_13s_run_is_stored(chat):
+    """TRL's GRPOTrainer trains chapter 13's config for its 30 steps (about 15-25 minutes on 2 cores): `make peers`
+    stores the curve in notebooks/data/trl_real_curve.json once, and keeps a stored curve of today's config. Checked:
+    a row per step, the reward is exact + 0.5 x format as TRL logs its two reward functions, and the run learns."""
+    folder = os.environ.get("PEERS_RECORD_DIR")
+    path = Path(folder or ".") / "trl_real_curve.json"
+    want = json.loads(json.dumps(config_record(make_config("real", steps=CURVE_STEPS, seed=0, device="cpu",
+                                                           num_threads=2))))
+    stored = json.loads(path.read_text()) if folder and path.exists() else None
+    if stored is None or stored["config"] != want:
+        if not folder:
+            pytest.skip("TRL's 30-step curve runs only under `make peers` (PEERS_RECORD_DIR), which stores it")
+        stored = trl_real.trl_curve(CURVE_STEPS)
+        write_record(path.name, stored)
+    rows = stored["rows"]
+    assert [r["step"] for r in rows] == list(range(1, CURVE_STEPS + 1))
+    for r in rows:
+        assert r["reward"] == pytest.approx(r["rewards/exact_reward/mean"] + 0.5 * r["rewards/format_reward/mean"],
+                                            abs=1e-5)
+    early = sum(r["reward"] for r in rows[:10]) / 10
+    late = sum(r["reward"] for r in rows[-10:]) / 10
+    assert late > early, (early, late)
