@@ -89,3 +89,9 @@ def test_a_series_leaves_out_the_steps_where_a_metric_is_undefined():
                     {"step": 3, "len/wrong": 5.0}]}
     assert runs.series(run, "len/wrong") == ([1, 3], [9.0, 5.0])
     assert runs.early_late(run, "len/wrong", width=2) == (9.0, 5.0)
+
+
+def test_trls_curve_is_read_under_its_own_names():
+    rec = {"rows": [{"step": 1, "reward": 0.5, "rewards/exact_reward/mean": 0.25}, {"step": 2, "reward": 1.0}]}
+    assert runs.trl_series(rec, "reward/mean") == ([1, 2], [0.5, 1.0])
+    assert runs.trl_series(rec, "acc/sampled") == ([1], [0.25])

@@ -37,8 +37,11 @@ def by_arm(record: dict) -> dict[str, dict[int, dict]]:
 
 
 def series(run: dict, key: str) -> tuple[list[int], list[float]]:
-    """(steps, values) of a metric over a run's RL steps (the rows that have it: every step, or evaluations)."""
-    rows = [r for r in run["rows"] if key in r and (r["step"] > 0 or key == "acc/heldout")]
+    """(steps, values) of a metric over a run's RL steps (the rows that have it: every step, or evaluations;
+    a step where it is undefined, NaN, as the length of the wrong replies when every reply was right, is left
+    out)."""
+    rows = [r for r in run["rows"] if key in r and (r["step"] > 0 or key == "acc/heldout")
+            and not math.isnan(float(r[key]))]
     return [r["step"] for r in rows], [float(r[key]) for r in rows]
 
 
@@ -274,6 +277,20 @@ def gained_lost(before_counts: list[int], after_counts: list[int]) -> tuple[list
     gained = [i for i, (b, a) in enumerate(zip(before_counts, after_counts)) if b == 0 and a > 0]
     lost = [i for i, (b, a) in enumerate(zip(before_counts, after_counts)) if b > 0 and a == 0]
     return gained, lost
+
+
+# the course's row keys and the names TRL logs the same quantity under (benchmarks/trl_real.trl_curve)
+TRL_NAMES = {"reward/mean": "reward", "acc/sampled": "rewards/exact_reward/mean",
+             "replies/formatted": "rewards/format_reward/mean", "len/all": "completions/mean_length",
+             "len/truncated_frac": "completions/clipped_ratio", "entropy/mean": "entropy",
+             "groups/zero_signal_frac": "frac_reward_zero_std", "grad/norm": "grad_norm"}
+
+
+def trl_series(trl_record: dict, key: str) -> tuple[list[int], list[float]]:
+    """(steps, values) of a course metric (a key of ``TRL_NAMES``) in TRL's stored learning curve."""
+    name = TRL_NAMES[key]
+    rows = [r for r in trl_record["rows"] if name in r]
+    return [r["step"] for r in rows], [r[name] for r in rows]
 
 
 def grad_clip_share(run: dict) -> float:

@@ -12,7 +12,7 @@ and a Figure for a slider panel. Presentation only.
     frameworks   chapter 09: each framework's normaliser on one batch, the toy trained by TRL
     split        chapter 10: the gradient error of each naive split of the batch
     real_model   chapter 12: a real model's tokens coloured, ratio spreads, clipping by lr, entropy
-    real_runs    chapter 13: the stored GRPO runs on the real model, held-out before and after
+    real_runs    chapter 13: the stored GRPO runs on the real model, what moves first, held-out before and after, pass@k
     common       what several of them draw with
 
 Every name is importable from ``course_lib.plots`` itself (``plots.course_map()``).
@@ -96,4 +96,7 @@ from .real_model import (  # noqa: F401,E402
 from .real_runs import (  # noqa: F401,E402
     run_curves,
     before_after_plot,
+    moves_first_plot,
+    passk_plot,
+    trl_curve_plot,
 )

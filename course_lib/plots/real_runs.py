@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..lm.runs import after, before, half_way_step, series
+from ..lm.runs import TRL_NAMES, after, before, half_way_step, series, trl_series
 from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
 
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
@@ -119,5 +119,28 @@ def passk_plot(base: dict[int, float], trained: dict[str, dict[int, float]]) -> 
     ax.set_title("pass@k on the held-out questions, before and after training", fontsize=10)
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     light_grid(ax)
+    fig.tight_layout()
+    return fig
+
+
+def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
+                   keys=("reward/mean", "acc/sampled", "replies/formatted", "len/all", "len/truncated_frac",
+                         "groups/zero_signal_frac")) -> plt.Figure:
+    """TRL's own run of the same config (one seed) beside the course's seeds: a 5-step mean of each."""
+    titles = dict(CURVES)
+    fig, axes = plt.subplots(2, 3, figsize=(11, 5.2))
+    for ax, key in zip(axes.flat, keys):
+        for i, run in enumerate(runs.values()):
+            steps, values = series(run, key)
+            ax.plot(steps, _smooth(values), color=BLUE, lw=1.2, alpha=0.7, label="the course, one line per seed" if i == 0 else None)
+        steps, values = trl_series(trl_record, key)
+        ax.plot(steps, _smooth(values), color=RED, lw=2, label="TRL GRPOTrainer, seed 0")
+        ax.set_title(f"{titles.get(key, key)}\n(TRL: {TRL_NAMES[key]})", fontsize=8)
+        ax.tick_params(labelsize=8)
+        light_grid(ax)
+    for ax in axes[-1]:
+        ax.set_xlabel("RL step", fontsize=8)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10)
     fig.tight_layout()
     return fig
