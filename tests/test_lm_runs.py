@@ -70,10 +70,6 @@ def test_one_update_per_batch_never_clips():
 
 
 def test_comparisons_on_hand_made_values():
-    assert runs.separated([0.2, 0.25], [0.3, 0.4]) == 1
-    assert runs.separated([0.2, 0.25], [0.1, 0.19]) == -1
-    assert runs.separated([0.2, 0.25], [0.22, 0.4]) == 0
-    assert runs.spread([0.1, 0.2, 0.3]) == "0.200 (0.100-0.300)"
     run = {"config": {"format_weight": 0.5},
            "rows": [{"step": 0}, *({"step": s, "reward/mean": 0.5 + 0.5 * f, "replies/formatted": f, "len/all": s}
                                    for s, f in ((1, 0.0), (2, 0.25), (3, 0.5), (4, 1.0)))]}

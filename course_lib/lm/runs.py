@@ -16,8 +16,6 @@ from .task import CATEGORIES, ChatAdditionTask, categories
 
 # the held-out quantities measured before and after: name -> (which measurement, how it is read from it)
 HELDOUT = {"pass@1": ("sampled", lambda m: m["pass@1"]),
-           "pass@8": ("sampled", lambda m: pass_at_k(m, [8])[8]),
-           "pass@32": ("sampled", lambda m: pass_at_k(m, [32])[32]),
            "finished": ("sampled", lambda m: m["categories"]["finished"]),
            "format": ("sampled", lambda m: m["categories"]["formatted"]),
            "right sum anywhere": ("sampled", lambda m: m["categories"]["right_sum"]),
@@ -69,23 +67,6 @@ def after(runs: dict[int, dict], name: str) -> list[float]:
     """A held-out quantity after training (``HELDOUT``), one value per training seed of an arm."""
     kind, read = HELDOUT[name]
     return [read(runs[s]["after"][kind]) for s in sorted(runs)]
-
-
-def separated(a: list[float], b: list[float]) -> int:
-    """+1 when every value of b lies above every value of a, -1 when every one lies below, else 0 (the
-    ranges overlap: no difference beyond the spread between seeds)."""
-    if min(b) > max(a):
-        return 1
-    if max(b) < min(a):
-        return -1
-    return 0
-
-
-def spread(values: list[float]) -> str:
-    """"0.244 (0.244-0.252)": the mean and the range of a few seeds' values."""
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{mean(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
 def run_costs(run: dict) -> dict:
