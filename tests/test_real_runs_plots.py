@@ -1,0 +1,52 @@
+"""Chapter 13's figures draw what lm.runs computes: each run's half-way steps where they belong, each pass@k
+curve at its own k, and TRL's curve under the names TRL logs it."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt      # noqa: E402
+
+from course_lib import plots         # noqa: E402
+from course_lib.lm import runs       # noqa: E402
+
+
+def run(rise_at: dict) -> dict:
+    """A 20-step run whose metrics jump at the given steps (the cut share falls, the others rise)."""
+    rows = [{"step": 0}]
+    for s in range(1, 21):
+        rows.append({"step": s, "len/truncated_frac": float(s < rise_at["len/truncated_frac"]),
+                     "acc/sampled": float(s >= rise_at["acc/sampled"]),
+                     "replies/formatted": float(s >= rise_at["replies/formatted"])})
+    return {"rows": rows}
+
+
+def test_each_run_gets_its_own_three_half_way_steps():
+    arms = {"grpo": {0: run({"len/truncated_frac": 6, "acc/sampled": 10, "replies/formatted": 14}),
+                     1: run({"len/truncated_frac": 12, "acc/sampled": 8, "replies/formatted": 9})}}
+    fig = plots.moves_first_plot(arms)
+    lines = fig.axes[0].get_lines()
+    for line, (key, _) in zip(lines, plots.real_runs.FIRST):
+        want = [runs.half_way_step(r, key) for r in arms["grpo"].values()]
+        assert list(line.get_xdata()) == want and list(line.get_ydata()) == [0, 1]
+    assert [list(line.get_xdata()) for line in lines][0] != [list(line.get_xdata()) for line in lines][1]
+    plt.close(fig)
+
+
+def test_each_pass_at_k_curve_is_drawn_at_its_own_k():
+    base = {1: 0.25, 2: 0.45, 4: 0.7, 8: 0.9}
+    trained = {"grpo, seed 0": {1: 0.9, 2: 0.95, 4: 0.97}}
+    fig = plots.passk_plot(base, trained)
+    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in fig.axes[0].get_lines()]
+    assert drawn == [([1, 2, 4, 8], [0.25, 0.45, 0.7, 0.9]), ([1, 2, 4], [0.9, 0.95, 0.97])]
+    plt.close(fig)
+
+
+def test_trls_curve_is_drawn_from_its_own_names():
+    course = {0: {"rows": [{"step": 0}, *({"step": s, "reward/mean": 0.5, "acc/sampled": 0.5, "replies/formatted": 0.0,
+                                           "len/all": 30.0, "len/truncated_frac": 0.5,
+                                           "groups/zero_signal_frac": 0.25} for s in (1, 2))]}}
+    trl = {"rows": [{"step": s, **{name: 0.1 * s for name in runs.TRL_NAMES.values()}} for s in (1, 2)]}
+    fig = plots.trl_curve_plot(trl, course)
+    trl_line = fig.axes[0].get_lines()[-1]
+    assert list(trl_line.get_xdata()) == [1, 2] and list(trl_line.get_ydata()) == pytest.approx([0.1, 0.15])
+    plt.close(fig)
