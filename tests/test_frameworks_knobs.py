@@ -26,7 +26,7 @@ CHANGES = {
     "sampler_precision": ("bf16", {}),
     "eval_every": (10, {}),
     "heldout_questions": (100, {}),
-    "heldout_pairs": (10, {"policy": "smollm2", "task": "chat_addition"}),
+    "heldout_pairs": (12, {"policy": "smollm2", "task": "chat_addition"}),
     "n_layer": (3, {}),
     "d_model": (128, {}),
     "n_head": (8, {}),
