@@ -78,6 +78,8 @@ def test_comparisons_on_hand_made_values():
     rising = {"config": {"format_weight": 0.5},
               "rows": [{"step": 0}, *({"step": s, "acc/sampled": float(s >= 8)} for s in range(1, 16))]}
     assert runs.half_way_step(rising, "acc/sampled", width=3) == 9         # 3-step mean 2/3 >= 1/2 first at 9
+    flat = {"rows": [{"step": 0}, *({"step": s, "acc/sampled": 0.02 * (s % 2)} for s in range(1, 16))]}
+    assert runs.half_way_step(flat, "acc/sampled", width=3) is None        # it never moved
     live = [{"step": 1, "reward/mean": 0.5}, {"step": 2, "reward/mean": 0.25}]
     assert runs.differing_first_rows(live, run["rows"][1:3], ("reward/mean",)) == [
         "step 2 reward/mean: 0.25 live vs 0.625 stored"]

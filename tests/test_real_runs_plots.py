@@ -30,6 +30,11 @@ def test_each_run_gets_its_own_three_half_way_steps():
         assert list(line.get_xdata()) == want and list(line.get_ydata()) == [0, 1]
     assert [list(line.get_xdata()) for line in lines][0] != [list(line.get_xdata()) for line in lines][1]
     plt.close(fig)
+    arms["grpo"][1]["rows"] = [{**r, "replies/formatted": 0.0} for r in arms["grpo"][1]["rows"]]   # never moves
+    fig = plots.moves_first_plot(arms)
+    fmt = fig.axes[0].get_lines()[2]
+    assert list(fmt.get_xdata()) == [runs.half_way_step(arms["grpo"][0], "replies/formatted")] and list(fmt.get_ydata()) == [0]
+    plt.close(fig)
 
 
 def test_each_pass_at_k_curve_is_drawn_at_its_own_k():

@@ -150,12 +150,15 @@ def live_agrees(live: list[dict], runs: dict[int, dict], keys: tuple[str, ...], 
     return all(lo <= r["reward/mean"] <= hi for r in live[1:])
 
 
-def half_way_step(run: dict, key: str, width: int = 5) -> int:
+def half_way_step(run: dict, key: str, width: int = 5, min_change: float = 0.1) -> int | None:
     """The first RL step at which a metric's trailing ``width``-step mean has covered half of its change, from
-    its mean over the first ``width`` steps to its mean over the last ``width`` (which of two rises came first)."""
+    its mean over the first ``width`` steps to its mean over the last ``width`` (which of two rises came first);
+    None when the metric changed by less than ``min_change`` (a share that never moved has no half-way step)."""
     steps, values = series(run, key)
     smooth = [mean(values[max(0, i - width + 1): i + 1]) for i in range(len(values))]
     start, end = mean(values[:width]), mean(values[-width:])
+    if abs(end - start) < min_change:
+        return None
     half = (start + end) / 2
     for s, v in zip(steps, smooth):
         if (v - half) * (end - start) >= 0 and s > width:

@@ -88,12 +88,14 @@ FIRST = (("len/truncated_frac", "stopping (share cut at 48 falls)"), ("acc/sampl
 
 
 def moves_first_plot(arms: dict[str, dict[int, dict]], width: int = 5) -> plt.Figure:
-    """One row per run: the step at which each change has covered half of itself (``lm.runs.half_way_step``)."""
+    """One row per run: the step at which each change has covered half of itself (``lm.runs.half_way_step``; no
+    marker where it did not change)."""
     labels = [f"{ARM_LABELS.get(arm, arm)}, seed {s}" for arm, by_seed in arms.items() for s in by_seed]
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(labels) + 1.2))
     for (key, label), colour, marker in zip(FIRST, (GREY, BLUE, ORANGE), ("s", "o", "^")):
         steps = [half_way_step(run, key, width) for by_seed in arms.values() for run in by_seed.values()]
-        ax.plot(steps, range(len(labels)), marker, color=colour, ms=8, alpha=0.85, label=label)
+        moved = [(s, y) for y, s in enumerate(steps) if s is not None]      # a share that never moved: no marker
+        ax.plot([s for s, _ in moved], [y for _, y in moved], marker, color=colour, ms=8, alpha=0.85, label=label)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"RL step at which the {width}-step mean has covered half of its change")
