@@ -115,6 +115,7 @@ def addition_questions(n_prompts: int, group_size: int, seed: int = 0) -> Questi
 
 
 UNORDERED = tuple((a, b) for a in range(10) for b in range(a, 10))      # the 55 pairs {a, b}, a <= b
+N_SUMS = len({a + b for a, b in UNORDERED})                                # 0..18: each keeps a training pair
 
 
 @dataclass(frozen=True)
@@ -128,10 +129,10 @@ class ChatAdditionTask:
     split_seed: int = 1234
 
     def __post_init__(self):
-        most = len(UNORDERED) - 19              # every sum keeps one pair in training
+        most = len(UNORDERED) - N_SUMS          # every sum keeps one pair in training
         if not 1 <= self.heldout_pairs <= most:
             raise ValueError(f"heldout_pairs must be in 1..{most} unordered pairs {{a, b}} (of {len(UNORDERED)}, "
-                             f"one pair per sum 0..18 stays in training), got {self.heldout_pairs}")
+                             f"one pair per sum 0..{N_SUMS - 1} stays in training), got {self.heldout_pairs}")
 
     @functools.cached_property
     def heldout_unordered(self) -> list[tuple[int, int]]:
