@@ -1,6 +1,7 @@
 """The toy trainer: every loss variant trains, and the trainer calls course_lib's functions."""
 import math
 import statistics
+import time
 from dataclasses import replace
 
 import pytest
@@ -46,6 +47,19 @@ def test_every_loss_variant_runs_and_reports_finite_metrics(name):
             assert k in row or optional, f"{name}: metric {k} missing"
             assert math.isfinite(row.get(k, 0.0)), f"{name}: {k} = {row.get(k)}"
     assert math.isfinite(hist.last("acc/heldout"))
+
+
+def test_on_step_sees_each_row_once_in_order_outside_the_steps_clock():
+    seen = []
+
+    def on_step(row):
+        seen.append(row)
+        time.sleep(0.2)                     # a pause between steps: not a step's time, but elapsed time
+
+    hist = train(TINY, progress=False, on_step=on_step)
+    assert [r["step"] for r in seen] == [1, 2] and all(a is b for a, b in zip(seen, hist.rows[1:]))
+    one, two = hist.rows[1:]
+    assert two["time/elapsed_s"] - one["time/elapsed_s"] - two["time/step_s"] >= 0.2
 
 
 # a reward the tiny policy can improve in a few steps: DAPO's overlong penalty past 3 tokens

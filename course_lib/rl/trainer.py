@@ -236,7 +236,8 @@ def learn(cfg: RunConfig, setup: LossSetup, model: Policy, ref_model: Policy, op
 # the loop
 # ----------------------------------------------------------------------------------------------
 def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, stop_after: int | None = None,
-          dtype: torch.dtype = torch.float32, checkpoint: Checkpoint | None = None) -> History:
+          dtype: torch.dtype = torch.float32, checkpoint: Checkpoint | None = None,
+          on_step: Callable[[dict], None] | None = None) -> History:
     """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
 
     ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
@@ -245,7 +246,9 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
     parameters and every float the update computes; float32 is what the chapters run. float64 with
     a short warm start makes the first steps agree across CPUs to about 1e-11 (``toy.fingerprint``);
     a full warm start amplifies even float64 rounding until runs part. ``checkpoint``: write the run's state
-    to a file every few steps, or go on from one (``checkpoint.Checkpoint``; one process only).
+    to a file every few steps, or go on from one (``checkpoint.Checkpoint``; one process only). ``on_step``:
+    called with each step's row once the step is done, outside the step's clock (``time/step_s``;
+    ``time/elapsed_s`` counts it): benchmarks/trl_real.py hands the CPU to TRL's trainer there.
     """
     check_checkpoint(checkpoint, cfg)
     device = cfg.resolved_device()
@@ -318,6 +321,8 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
         if model.returns_freed_memory:                        # the real model: its freed blocks, not kept as gaps
             return_freed_memory(device)
         bar.update(1)
+        if on_step is not None:
+            on_step(row)
     bar.close()
     hist.final_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     return hist
