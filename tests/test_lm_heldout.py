@@ -95,3 +95,25 @@ def test_trls_curve_is_read_under_its_own_names():
     rec = {"rows": [{"step": 1, "reward": 0.5, "rewards/exact_reward/mean": 0.25}, {"step": 2, "reward": 1.0}]}
     assert runs.trl_series(rec, "reward/mean") == ([1, 2], [0.5, 1.0])
     assert runs.trl_series(rec, "acc/sampled") == ([1], [0.25])
+
+
+def test_trls_late_means_are_set_beside_the_course_seeds_range():
+    course = {s: {"rows": [{"step": 0}, *({"step": t, "reward/mean": v + 0.1 * s} for t, v in ((1, 0.0), (2, 1.0),
+                                                                                              (3, 2.0)))]}
+              for s in range(3)}                        # late (2 steps) means 1.5, 1.6, 1.7
+    inside = {"rows": [{"step": t, "reward": v} for t, v in ((1, 9.0), (2, 1.5), (3, 1.8))]}      # 1.65
+    outside = {"rows": [{"step": t, "reward": v} for t, v in ((1, 0.0), (2, 1.0), (3, 1.0))]}     # 1.0
+    [(key, seeds, trl, within)] = runs.trl_beside_course(inside, course, ("reward/mean",), width=2)
+    assert key == "reward/mean" and seeds == pytest.approx([1.5, 1.6, 1.7]) and trl == pytest.approx(1.65) and within
+    assert not runs.trl_beside_course(outside, course, ("reward/mean",), width=2)[0][3]
+
+
+def test_the_interleaved_timing_is_summed_up_with_its_ranges():
+    rec = {"runs": {"course": {"summary": {"median_step_s": 20.0, "step_s_range": [18.0, 25.0], "timed_steps": 10}},
+                    "TRL": {"summary": {"median_step_s": 30.0, "step_s_range": [24.0, 33.0], "timed_steps": 11}}},
+           "pair_ratios": [1.25, 1.5, 1.75], "load_at_hand_over": [["course", 1.5], ["TRL", 2.25], ["course", 2.0]]}
+    t = runs.step_times(rec)
+    assert t["course"] == (20.0, 18.0, 25.0, 10) and t["TRL"] == (30.0, 24.0, 33.0, 11)
+    assert t["ratio"] == 1.5 and t["pair_ratios"] == (1.25, 1.75, 3) and t["load"] == (1.5, 2.25) and t["overlap"]
+    rec["runs"]["TRL"]["summary"]["step_s_range"] = [26.0, 33.0]
+    assert not runs.step_times(rec)["overlap"]

@@ -94,6 +94,21 @@ def trainers_side_by_side(trl_record: dict) -> list[list]:
             ["step (median)", c["median_step_s"], t["median_step_s"]]]
 
 
+def step_times(trl_record: dict) -> dict:
+    """``benchmarks/trl_real.py``'s interleaved timing, summed up: per trainer (median step, shortest, longest,
+    timed steps), the ratio of the medians TRL / course, the range of the ratio over steps run back to back
+    (a course step, then TRL's), whether the two trainers' ranges of step times overlap, and the range of the
+    load average at the hand-overs."""
+    out = {}
+    for name in ("course", "TRL"):
+        s = trl_record["runs"][name]["summary"]
+        out[name] = (s["median_step_s"], *s["step_s_range"], s["timed_steps"])
+    pairs, loads = trl_record["pair_ratios"], [x for _, x in trl_record["load_at_hand_over"]]
+    return {**out, "ratio": out["TRL"][0] / out["course"][0], "pair_ratios": (min(pairs), max(pairs), len(pairs)),
+            "overlap": out["TRL"][1] <= out["course"][2] and out["course"][1] <= out["TRL"][2],
+            "load": (min(loads), max(loads))}
+
+
 def learning_split(step_record: dict) -> list[list]:
     """``benchmarks/real_lm_step.py``'s record as rows (part, median seconds, share of the median step)."""
     step = step_record["median_step_s"]
@@ -275,6 +290,19 @@ def trl_series(trl_record: dict, key: str) -> tuple[list[int], list[float]]:
     name = TRL_NAMES[key]
     rows = [r for r in trl_record["rows"] if name in r]
     return [r["step"] for r in rows], [r[name] for r in rows]
+
+
+def trl_beside_course(trl_record: dict, runs: dict[int, dict], keys: tuple[str, ...],
+                      width: int = 10) -> list[tuple[str, list[float], float, bool]]:
+    """Per course metric (a key of ``TRL_NAMES``): the mean over the last ``width`` steps in each course seed,
+    the same in TRL's stored curve, and whether TRL's lies within the seeds' range."""
+    rows = []
+    for key in keys:
+        seeds = [early_late(run, key, width)[1] for run in runs.values()]
+        steps, values = trl_series(trl_record, key)
+        trl = window_mean(values, steps[-1] - width + 1, steps[-1], steps)
+        rows.append((key, seeds, trl, min(seeds) <= trl <= max(seeds)))
+    return rows
 
 
 def grad_clip_share(run: dict) -> float:
