@@ -1,5 +1,6 @@
 """The toy trainer: every loss variant trains, and the trainer calls course_lib's functions."""
 import math
+import re
 import statistics
 import time
 from dataclasses import replace
@@ -405,3 +406,14 @@ def test_notebook_progress_line_is_updated_in_place_and_ends_in_its_final_state(
     assert shown[0].startswith("run:   0%") and "0/5" in shown[0]
     assert "100%" in shown[-1] and "5/5" in shown[-1] and "held-out acc 0.500" in shown[-1]
     assert all(len(line) <= 100 for line in shown)
+
+
+def test_the_bar_says_what_runs_before_the_first_step(capsys):
+    """A real model's start (loading it, measuring the held-out questions) takes minutes on a busy machine: the
+    bar is up from the first second and names each part before step 1."""
+    train(TINY, progress=True, desc="run")
+    err = capsys.readouterr().err
+    measured = re.search(r"held-out acc \d\.\d{3} before training", err)
+    stages = [err.find("loading the policy"), err.find("held-out accuracy before training ("),
+              measured.start() if measured else -1, err.find("2/2")]
+    assert -1 not in stages and stages == sorted(stages), stages

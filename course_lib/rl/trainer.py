@@ -240,8 +240,9 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
           on_step: Callable[[dict], None] | None = None) -> History:
     """Warm-start the policy, run ``cfg.steps`` RL steps, return the History of metrics.
 
-    ``progress``: a bar for the warm start and one for RL (in a notebook, each one line whose final
-    state stays in the stored output). ``stop_after``: run only the first that many steps of the
+    ``progress``: a bar for RL, up from the first second and naming what runs before step 1 (loading the
+    policy, the held-out measurement before training), and one for the toy's warm start (in a notebook, each
+    one line whose final state stays in the stored output). ``stop_after``: run only the first that many steps of the
     config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
     parameters and every float the update computes; float32 is what the chapters run. float64 with
     a short warm start makes the first steps agree across CPUs to about 1e-11 (``toy.fingerprint``);
@@ -260,6 +261,9 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
     train_prompts = task.prompts("train").to(device)
     held_prompts = task.prompts("heldout").to(device)
 
+    n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
+    bar = progress_bar(n_steps, desc or str(cfg.loss), progress)     # from the first second: what runs now
+    bar.set_postfix_str("loading the policy", refresh=True)
     model, state, warm_s = initial_policy(cfg, device, dtype, progress=progress)
     ref_model = model.reference()                   # pi_ref (rl.policy.Policy.reference)
     dp = wrap(model, rank, R)                       # DDP on a rank; None in one process
@@ -282,12 +286,12 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
     if checkpoint is not None and checkpoint.resume:                 # go on after an earlier run's last step
         done, hist, drawn = restore_checkpoint(checkpoint, cfg, **held)
     else:
+        bar.set_postfix_str(f"held-out accuracy before training ({len(held_prompts)} questions)", refresh=True)
         hist.rows.append({"step": 0, "acc/heldout": heldout_accuracy(model, held_prompts, cfg.max_new_tokens,
                                                                      cfg.precision, task.verifiers["exact"]),
                           "samples/drawn": 0, "time/elapsed_s": 0.0, "time/elapsed_cpu_s": 0.0})
+        bar.set_postfix_str(f"held-out acc {hist.rows[0]['acc/heldout']:.3f} before training", refresh=True)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    n_steps = cfg.steps if stop_after is None else min(stop_after, cfg.steps)
-    bar = progress_bar(n_steps, desc or str(cfg.loss), progress)
     bar.update(done)
     for step in range(done + 1, n_steps + 1):
         t_step = time.perf_counter()
