@@ -55,3 +55,40 @@ def test_trls_curve_is_drawn_from_its_own_names():
     trl_line = fig.axes[0].get_lines()[-1]
     assert list(trl_line.get_xdata()) == [1, 2] and list(trl_line.get_ydata()) == pytest.approx([0.1, 0.15])
     plt.close(fig)
+
+
+def curve_arms() -> dict:
+    rows = lambda k: [{"step": 0}, *({"step": s, "reward/mean": 0.1 * s * k, "acc/heldout": 0.5} for s in range(1, 11))]  # noqa: E731
+    return {"grpo": {s: {"rows": rows(s + 1)} for s in range(3)}, "token_sum": {s: {"rows": rows(s + 2)} for s in range(3)}}
+
+
+def inside(legend, ax) -> bool:
+    """Whether a legend's box overlaps the axes' plotting area."""
+    fig = ax.figure
+    fig.canvas.draw()
+    return legend.get_window_extent().overlaps(ax.get_window_extent())
+
+
+def test_the_seeds_of_an_arm_are_told_apart_and_the_legend_covers_no_panel():
+    fig = plots.run_curves(curve_arms(), curves=(("reward/mean", "reward"), ("acc/heldout", "held-out")))
+    for ax in fig.axes[:2]:
+        styles = {}
+        for line in ax.get_lines():
+            styles.setdefault(line.get_color(), set()).add(line.get_linestyle())
+        assert all(len(s) == 3 for s in styles.values()), styles          # three seeds, three styles, per arm
+    legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()][-3:] == ["seed 0", "seed 1", "seed 2"]
+    assert not any(inside(legend, ax) for ax in fig.axes if ax.get_visible())
+    plt.close(fig)
+
+
+def test_the_before_after_dots_show_each_seed_and_the_legend_leaves_them_visible():
+    task = {"greedy": {"pass@1": 0.25}}
+    arms = {"grpo": {s: {"after": {"greedy": {"pass@1": 0.5 + 0.1 * s}}} for s in range(3)}}
+    fig = plots.before_after_plot(task, arms, names=("greedy accuracy",))
+    ax = fig.axes[0]
+    after = [line for line in ax.get_lines() if line.get_color() == plots.real_runs.ARM_COLOURS["grpo"]]
+    assert sorted(line.get_marker() for line in after) == sorted(plots.real_runs.SEED_MARKERS)
+    assert [float(line.get_ydata()[0]) for line in after] == pytest.approx([0.5, 0.6, 0.7])
+    assert not inside(ax.get_legend(), ax)
+    plt.close(fig)

@@ -11,6 +11,28 @@ from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
 ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48", "lr_5e-6": "GRPO, lr 5e-6",
               "lr_5e-5": "GRPO, lr 5e-5"}
+SEED_STYLES = ("-", "--", ":")            # seed 0, 1, 2: a line's style tells the seeds of an arm apart
+SEED_MARKERS = ("o", "s", "^")
+
+
+def seed_style(i: int) -> str:
+    return SEED_STYLES[i % len(SEED_STYLES)]
+
+
+def seed_marker(i: int) -> str:
+    return SEED_MARKERS[i % len(SEED_MARKERS)]
+
+
+def _seed_legend(ax, seeds, *, marker: bool = False, **kw) -> None:
+    """A legend of the arms' colours (the lines labelled so far) followed by one black entry per seed."""
+    handles, labels = ax.get_legend_handles_labels()
+    for i, seed in enumerate(seeds):
+        handles.append(plt.Line2D([], [], color="black", lw=1.2, ls="none" if marker else seed_style(i),
+                                  marker=seed_marker(i) if marker else None))
+        labels.append(f"seed {seed}")
+    ax.legend(handles, labels, **kw)
+
+
 # (metric, panel title)
 CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sampled", "sampled accuracy (training prompts)"),
           ("replies/formatted", "format rate: 'Answer: n' stated"),
@@ -29,7 +51,8 @@ def _smooth(values: list[float], width: int = 5) -> list[float]:
 
 def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
     """One panel per metric: each seed's run thin, its 5-step moving average thick (evaluation metrics, measured
-    every 10 steps, as points joined by lines), one colour per arm."""
+    every 10 steps, as points joined by lines), one colour per arm and one line style per seed; the legend sits
+    beside the panels, not over them."""
     n = len(curves)
     cols = 3
     fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(11, 2.6 * ((n + cols - 1) // cols)),
@@ -41,10 +64,11 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
                 steps, values = series(run, key)
                 label = f"{ARM_LABELS.get(arm, arm)}" if i == 0 else None
                 if key in ("acc/heldout", "kl/ref"):
-                    ax.plot(steps, values, "o-", color=colour, lw=1.2, ms=3.5, alpha=0.8, label=label)
+                    ax.plot(steps, values, marker="o", ls=seed_style(i), color=colour, lw=1.2, ms=3.5, alpha=0.8,
+                            label=label)
                 else:
-                    ax.plot(steps, values, color=colour, lw=0.6, alpha=0.35)
-                    ax.plot(steps, _smooth(values), color=colour, lw=1.6, alpha=0.9, label=label)
+                    ax.plot(steps, values, color=colour, lw=0.6, alpha=0.3, ls=seed_style(i))
+                    ax.plot(steps, _smooth(values), color=colour, lw=1.6, alpha=0.9, ls=seed_style(i), label=label)
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelsize=8)
         light_grid(ax)
@@ -52,31 +76,35 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
         ax.set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
-    axes.flat[0].legend(fontsize=7, loc="best")
+    seeds = sorted({s for runs in arms.values() for s in runs})
+    _seed_legend(axes.flat[0], seeds, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0),
+                 bbox_transform=fig.transFigure, ncol=len(arms) + len(seeds), frameon=False)
     fig.suptitle("GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: 5-step mean)",
-                 fontsize=10)
-    fig.tight_layout()
+                 fontsize=10, y=0.965)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
 
 def before_after_plot(task_record: dict, arms: dict[str, dict[int, dict]],
                       names=("pass@1", "exact if finished", "greedy accuracy", "finished", "format",
                              "right sum anywhere", "no sum")) -> plt.Figure:
-    """Each held-out quantity before training (the pretrained model, one measurement) and after (one dot per
-    training seed and arm)."""
-    fig, ax = plt.subplots(figsize=(10, 3.4))
+    """Each held-out quantity before training (the pretrained model, one measurement) and after (one marker per
+    training seed: its shape; one colour per arm); the legend below the axes, not over the dots."""
+    fig, ax = plt.subplots(figsize=(10, 3.9))
     for x, name in enumerate(names):
         ax.plot([x - 0.25], [before(task_record, name)], "D", color=GREY, ms=7,
                 label="before (pretrained)" if x == 0 else None)
         for j, (arm, runs) in enumerate(arms.items()):
-            a = after(runs, name)
-            ax.plot([x + 0.05 + 0.2 * j] * len(a), a, "o", color=ARM_COLOURS.get(arm, GREY), ms=6, alpha=0.8,
-                    label=f"after: {ARM_LABELS.get(arm, arm)}" if x == 0 else None)
+            for i, value in enumerate(after(runs, name)):
+                ax.plot([x + 0.05 + 0.2 * j], [value], seed_marker(i), color=ARM_COLOURS.get(arm, GREY), ms=6,
+                        alpha=0.8, label=f"after: {ARM_LABELS.get(arm, arm)}" if x == 0 and i == 0 else None)
     ax.set_xticks(range(len(names)), [n.replace(" ", "\n", 1) if len(n) > 12 else n for n in names], fontsize=8)
     ax.set_ylim(-0.03, 1.03)
     ax.set_ylabel("share of held-out replies")
-    ax.set_title("Held-out questions (pairs never trained on), before and after training: one dot per seed")
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_title("Held-out questions (pairs never trained on), before and after training: one marker per seed")
+    seeds = sorted({s for runs in arms.values() for s in runs})
+    _seed_legend(ax, seeds, marker=True, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                 ncol=len(arms) + 1 + len(seeds), frameon=False)
     light_grid(ax, axis="y")
     fig.tight_layout()
     return fig
@@ -111,9 +139,9 @@ def passk_plot(base: dict[int, float], trained: dict[str, dict[int, float]]) -> 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     ax.plot(list(base), list(base.values()), "D-", color=GREY, lw=2, ms=5, label="before (pretrained)")
     for name, curve in trained.items():
-        arm = name.split(",")[0]
-        ax.plot(list(curve), list(curve.values()), "o-", color=ARM_COLOURS.get(arm, GREY), lw=1.2, ms=4,
-                alpha=0.75, label=name)
+        arm, _, seed = name.partition(", seed ")
+        ax.plot(list(curve), list(curve.values()), marker="o", ls=seed_style(int(seed) if seed.isdigit() else 0),
+                color=ARM_COLOURS.get(arm, GREY), lw=1.2, ms=4, alpha=0.75, label=name)
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(base), [str(k) for k in base])
     ax.set_xlabel("k (replies drawn per question)")
@@ -132,9 +160,10 @@ def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
     titles = dict(CURVES)
     fig, axes = plt.subplots(2, 3, figsize=(11, 5.2))
     for ax, key in zip(axes.flat, keys):
-        for i, run in enumerate(runs.values()):
+        for i, (seed, run) in enumerate(runs.items()):
             steps, values = series(run, key)
-            ax.plot(steps, _smooth(values), color=BLUE, lw=1.2, alpha=0.7, label="the course, one line per seed" if i == 0 else None)
+            ax.plot(steps, _smooth(values), color=BLUE, lw=1.2, alpha=0.7, ls=seed_style(i),
+                    label=f"the course, seed {seed}")
         steps, values = trl_series(trl_record, key)
         ax.plot(steps, _smooth(values), color=RED, lw=2, label="TRL GRPOTrainer, seed 0")
         ax.set_title(f"{titles.get(key, key)}\n(TRL: {TRL_NAMES[key]})", fontsize=8)
@@ -142,7 +171,8 @@ def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
         light_grid(ax)
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
-    axes.flat[0].legend(fontsize=7)
-    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10)
-    fig.tight_layout()
+    axes.flat[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0), bbox_transform=fig.transFigure,
+                        ncol=len(runs) + 1, frameon=False)
+    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10, y=0.965)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
     return fig
