@@ -74,8 +74,8 @@ def test_the_seeds_of_an_arm_are_told_apart_and_the_legend_covers_no_panel():
     for ax in fig.axes[:2]:
         styles = {}
         for line in ax.get_lines():
-            styles.setdefault(line.get_color(), set()).add(line.get_linestyle())
-        assert all(len(s) == 3 for s in styles.values()), styles          # three seeds, three styles, per arm
+            styles.setdefault((line.get_color(), line.get_linewidth()), set()).add(line.get_linestyle())
+        assert all(len(s) == 3 for s in styles.values()), styles   # three seeds, three styles, per arm and width
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     assert [t.get_text() for t in legend.get_texts()][-3:] == ["seed 0", "seed 1", "seed 2"]
     assert not any(inside(legend, ax) for ax in fig.axes if ax.get_visible())
