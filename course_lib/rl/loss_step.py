@@ -204,7 +204,8 @@ class BatchTargets:
     gets the batch's ``Targets``. Which forward gives pi_old is fixed when the object is made:
     - ``"ahead"``: a forward without gradient before the update (``targets``), the log-probs asked with
       ignored. Used with several optimiser steps per batch, with pi_old from the sampler, on ranks, and
-      with micro-batches when the reference runs too.
+      with micro-batches when the reference runs too (its forward then runs ahead with pi_old's, not beside
+      a micro-batch whose activations wait for their backward: one more forward, less memory at the peak).
     - ``"whole"``: one optimiser step on the whole batch (``reuses_loss_forward``): the first ask, on every
       row in any order, computes the targets from its log-probs (put back in batch order).
     - ``"pieces"``: the same with ``micro_batches`` > 1 and no reference forward: the advantages are fixed

@@ -214,7 +214,10 @@ def learn(cfg: RunConfig, setup: LossSetup, model: Policy, ref_model: Policy, op
     ``update`` -> the step's learning metrics, tensors among them.
 
     With ``reuses_loss_forward(cfg)`` there is no separate pi_old forward: the targets read the loss
-    forward's own log-probs. ``with_ref``: run the reference forward (needed by a KL term; the trainer
+    forward's own log-probs, except on a step that also runs the reference with micro-batches (a KL term, an
+    evaluation step): there pi_old is computed ahead, without gradient, in the same pass as pi_ref, so that
+    the reference's forward never runs while a micro-batch's activations wait for their backward
+    (``BatchTargets``' "ahead"). ``with_ref``: run the reference forward (needed by a KL term; the trainer
     also runs it on evaluation steps and with ``monitor_kl_ref``)."""
     device = batch.mask.device
     _sync(device); t0 = time.perf_counter()
