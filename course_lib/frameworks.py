@@ -706,7 +706,9 @@ def _trl_optimiser(cfg) -> list:
             "optimiser steps; TRL's warm-up starts at lr 0, the toy's at lr / warmup_steps")]
     if cfg.lr_schedule == "cosine":
         out.append(("lr_scheduler_kwargs", {"min_lr": cfg.lr_min}, ""))
-    return out + [("adam_beta2", 0.99, ""), ("weight_decay", 0.0, ""), ("max_grad_norm", cfg.grad_clip, "")]
+    from .rl.trainer import ADAM_BETAS, WEIGHT_DECAY
+    return out + [("adam_beta2", ADAM_BETAS[1], ""), ("weight_decay", WEIGHT_DECAY, ""),
+                  ("max_grad_norm", cfg.grad_clip, "")]
 
 
 # what TRL 1.16.0's GRPOTrainer lacks of the toy's losses and advantage estimators

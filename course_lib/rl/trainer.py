@@ -56,6 +56,10 @@ from .rollout import Batch, Collected, sampling_metrics, select_groups, shaped_r
 from .samplers import Samplers
 from .schedule import LrSchedule
 
+# the policy's optimiser: AdamW with these betas and no weight decay (frameworks.to_trl writes them for TRL)
+ADAM_BETAS = (0.9, 0.99)
+WEIGHT_DECAY = 0.0
+
 def initial_policy(cfg: RunConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
                    progress: bool = False) -> tuple[Policy, dict, float]:
     """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the named
@@ -273,7 +277,7 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
     local = functools.cache(lambda c: rank_share(c, R))   # this rank's share of a phase's config
     samplers = Samplers(cfg.phases(), model, state)  # one per mismatch the run's phases use
     setup_for = functools.cache(loss_setup)         # the loss of each phase, built once
-    opt = torch.optim.AdamW(model.trainable_parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0,
+    opt = torch.optim.AdamW(model.trainable_parameters(), lr=cfg.lr, betas=ADAM_BETAS, weight_decay=WEIGHT_DECAY,
                             fused=True if device.type == "cuda" else None)   # one kernel per step on a GPU
     schedule = LrSchedule(cfg)
 
