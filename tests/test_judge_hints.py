@@ -196,3 +196,27 @@ def test_the_general_hints_lead_to_the_mistake_not_to_the_line(ex_id):
     flat = text.replace(" ", "")
     leaked = [e for e in _solution_expressions(ex) if e.replace(" ", "") in flat]
     assert not leaked, leaked
+
+
+# ------------------------------------------------------------ the known mistakes' hints (wrong/*.py)
+
+# Exercises whose known-mistake hints, which `test` prints on the first run, say what to check and never
+# the fix: the reader still finds the line (the general ladder, `hint`, goes further, and so does
+# `solution` at the end).
+MISTAKES_WITHOUT_THE_FIX = ("ex18_chat_logprobs",)
+FORMULA = re.compile(r"\b\w+ [-+*/] \w+\b")             # arithmetic on the task's symbols: L - C + t, logits / T
+CALL = re.compile(r"\b\w+\([^)]*\)")                    # softmax(...), .item()
+ORDER = re.compile(r"(^|[.:;!]\s+)(use|apply|divide|multiply|subtract|add|shift|set|replace|compute|"
+                   r"index|gather|mask|keep|drop|detach)\b", re.I)     # an instruction: "...: use it."
+
+
+@pytest.mark.parametrize("ex_id,name", [(e, n) for e, n in VARIANTS if e in MISTAKES_WITHOUT_THE_FIX])
+def test_a_known_mistakes_hint_says_what_to_check_not_the_fix(ex_id, name):
+    hint, _ = _variant(ex_id, name)
+    text = " ".join(hint.split())
+    assert re.search(r"\?|\bcheck\b", text, re.I), f"{name}'s hint asks nothing and names nothing to check: {text}"
+    found = FORMULA.findall(text) + CALL.findall(text) + [m.group(2) for m in ORDER.finditer(text)]
+    assert not found, f"{name}'s hint gives the fix ({found}): {text}"
+    flat = text.replace(" ", "")
+    leaked = [e for e in _solution_expressions(EXERCISES[ex_id]) if e.replace(" ", "") in flat]
+    assert not leaked, leaked

@@ -3,10 +3,10 @@ import torch
 
 PAD_ID = 2                                        # this tokenizer's pad id (it is also its EOS id)
 
-HINT = ("Your result is 0 on the EOS that ends an answer: you tell padding apart by its id, and this "
-        "tokenizer pads with its EOS token (<|im_end|>, id 2), so the real EOS goes too. That EOS is part of "
-        "the answer (it is how the model learns to stop) and counts in the loss. completion_mask was built "
-        "from the answers' lengths: use it.")
+HINT = ("Your result is 0 on the token that ends each answer with EOS, as if it were padding. Check how your "
+        "code decides which positions count, what this tokenizer pads with, and what the task gives you to "
+        "tell an answer's tokens from its padding. That EOS is part of the answer: it is how the model learns "
+        "to stop.")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):

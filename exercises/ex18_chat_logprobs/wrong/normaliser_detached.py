@@ -1,10 +1,10 @@
 """Known-wrong: the log-sum-exp normaliser computed without a gradient."""
 import torch
 
-HINT = ("Your values are right, your gradient is not: the normaliser of the log-softmax (the log-sum-exp "
-        "over the vocabulary) was cut off from the graph, by a detach, a no_grad block or a number taken out "
-        "with .item(). It depends on every logit: without its gradient a step only raises the chosen token's "
-        "logit and never lowers the others'.")
+HINT = ("Your values are right, your gradient is not: part of your computation was cut off from the graph. "
+        "A token's log-probability depends on every logit at its position, not only on the chosen token's: "
+        "check that each part of it still carries its gradient. Without the others', a step could only raise "
+        "the chosen token's logit, never lower the rest.")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):

@@ -1,9 +1,9 @@
 """Known-wrong: the log-probs of the padding after each answer are kept."""
 import torch
 
-HINT = ("Your result has values after the end of an answer: where completion_mask is False (the padding "
-        "after the EOS) the result must be exactly 0. Those positions are not part of any answer; a loss "
-        "summed over them would train the model on padding.")
+HINT = ("Your result has values after the end of some answers, on positions that belong to no answer (the "
+        "padding after an EOS). Check what the task asks for there: a loss summed over those positions would "
+        "train the model on padding.")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):

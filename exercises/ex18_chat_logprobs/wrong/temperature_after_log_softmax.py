@@ -1,10 +1,10 @@
 """Known-wrong: the log-softmax divided by the temperature, instead of the logits."""
 import torch
 
-HINT = ("Right at temperature 1, wrong at any other: you divide the log-probabilities by T after the "
-        "log-softmax. That is not the log of a distribution any more (its exponentials no longer add up to "
-        "1); the sampler's distribution is softmax(logits / T): the temperature scales the logits, before "
-        "they are normalised.")
+HINT = ("Right at temperature 1, wrong at any other, although your values do move with the temperature: "
+        "are they still the log-probabilities of a distribution, whose exponentials over the whole "
+        "vocabulary add up to 1? Check at which step of your computation the temperature acts, and what the "
+        "sampler did with it.")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):

@@ -1,10 +1,10 @@
 """Known-wrong: the logits are not divided by the temperature."""
 import torch
 
-HINT = ("Right at temperature 1, wrong at any other: you score the tokens under the model's plain "
-        "softmax, but they were sampled from softmax(logits / T). A ratio against the sampler's log-probs "
-        "then compares two different distributions (TRL's GRPO trainer had this omission until trl#3029). "
-        "The temperature belongs in the log-probs the loss uses, applied to the logits.")
+HINT = ("Right at temperature 1, wrong at any other, and your values stay the same whatever the "
+        "temperature: which distribution were these tokens sampled from? Check that the log-probabilities "
+        "you return are taken under that one; a ratio against the sampler's log-probs otherwise compares two "
+        "different distributions (TRL's GRPO trainer made this mistake until trl#3029).")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):
