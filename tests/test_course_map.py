@@ -66,3 +66,9 @@ def test_readme_chapter_table_lists_the_catalogues_exercises():
     assert [nn for nn, _ in rows] == [p.name[:2] for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
     for nn, cell in rows:
         assert cell.strip() == plots.chapter_exercises(nn), f"README's row for chapter {nn}"
+
+
+def test_every_chapter_after_the_first_page_is_on_the_map():
+    on_map = {ch for _, _, chapters in plots.COURSE_PARTS for ch in chapters}
+    present = {name[:2] for name, _ in chapter_index(ROOT / "notebooks")} - {"00"}
+    assert present - on_map == set(), f"chapters missing from chapter 00's map: {sorted(present - on_map)}"

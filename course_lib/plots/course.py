@@ -13,7 +13,7 @@ COURSE_PARTS = [
     ("mismatch weight", r"$w_{i,t}$", ("06", "12")),
     ("aggregation", r"$\alpha_{i,t}$", ("03", "10")),
     ("KL penalty", r"$\beta\,\widehat{\mathrm{KL}}$", ("04", "12")),
-    ("all of it, trained", "a toy model", ("07", "08", "11")),
+    ("all of it, trained", "a toy model,\na real one", ("07", "08", "11", "13")),
     ("in production", "verl, TRL,\nOpenRLHF", ("09",)),
 ]
 
@@ -64,7 +64,8 @@ def course_map() -> plt.Figure:
                                     fc=colors[j], ec="#555555"))
         ax.text(j + 0.5, 0.84, part, ha="center", va="center", fontsize=11, weight="bold")
         ax.text(j + 0.5, 0.64, symbol, ha="center", va="center", fontsize=14)
-        ax.text(j + 0.5, 0.43, "chapter " + ", ".join(chapters), ha="center", va="center", fontsize=11)
+        listed = ", ".join(chapters) if len(chapters) <= 3 else ", ".join(chapters[:2]) + ",\n" + ", ".join(chapters[2:])
+        ax.text(j + 0.5, 0.43, "chapter " + listed, ha="center", va="center", fontsize=11)
         exs = exercises[part]
         lines = [" ".join(exs[k:k + 3]) for k in range(0, len(exs), 3)] or ["no exercise"]
         ax.text(j + 0.5, 0.2, "\n".join(lines), ha="center", va="center", fontsize=10, color="#333333")
