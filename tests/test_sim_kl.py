@@ -112,6 +112,17 @@ def test_expected_gradients_are_zero_reverse_and_forward(drift):
     assert g["forward"].tolist() == pytest.approx(forward, abs=1e-13)
 
 
+@pytest.mark.parametrize("drift", [0.3, 1.0])
+def test_verl_k3_plus_and_trl_k3_times_the_ratio_give_the_reverse_kl_gradient(drift):
+    pi, ref = sk.drifted_pair(50, drift, 0, torch.float64)
+    pi, ref = pi / pi.sum(), ref / ref.sum()
+    g = sk.framework_kl_gradients(pi.log()[None], ref.log()[None])
+    reverse, forward = _closed_forms(pi.tolist(), ref.tolist())
+    assert g["k3+"][0].tolist() == pytest.approx(reverse, abs=1e-13)            # k2's gradient, not k3's
+    assert g["k3 x ratio"][0].tolist() == pytest.approx(reverse, abs=1e-13)
+    assert max(abs(a - b) for a, b in zip(reverse, forward)) > 1e-3             # the two targets differ here
+
+
 def test_forward_and_reverse_gradients_part_as_the_policy_drifts():
     gaps = []
     for d in (0.1, 0.3, 1.0):

@@ -132,6 +132,35 @@ def estimator_gradients(logits: Tensor, ref_logp: Tensor) -> dict[str, Tensor]:
     return out
 
 
+def framework_kl_gradients(logits: Tensor, ref_logp: Tensor) -> dict[str, Tensor]:
+    """Expected gradients [N, V] of two frameworks' KL losses that are not a bare estimator, summed
+    exactly over the vocabulary like ``estimator_gradients`` (the token x weighted by pi(x), not
+    differentiated), on-policy (pi_old = pi).
+
+    "k3+": verl's ``kl_loss_type="k3+"``, k2 - sg(k2) + sg(k3): k3's value, k2's gradient
+    (straight-through; verl ``core_algos.kl_penalty``). "k3 x ratio": TRL's k3 multiplied by the
+    importance ratio pi / sg(pi_old) (``use_bias_correction_kl``); the ratio's value is 1, its gradient
+    is not 0.
+    """
+    theta = logits.detach().clone().requires_grad_(True)                     # [N, V]
+
+    def grad(f):
+        (g,) = torch.autograd.grad(f(theta.log_softmax(-1)), theta)
+        return g
+
+    def weighted(per_token):
+        return lambda logp: (logp.exp().detach() * per_token(logp)).sum()
+
+    def k3_plus(logp):
+        k2, k3 = kl_lib.kl_estimate(logp, ref_logp, kind="k2"), kl_lib.kl_estimate(logp, ref_logp, kind="k3")
+        return k2 - k2.detach() + k3.detach()
+
+    def k3_ratio(logp):
+        return torch.exp(logp - logp.detach()) * kl_lib.kl_estimate(logp, ref_logp, kind="k3")
+
+    return {"k3+": grad(weighted(k3_plus)), "k3 x ratio": grad(weighted(k3_ratio))}
+
+
 def relative_gap(a: Tensor, b: Tensor) -> float:
     """|a - b| / |b| (Euclidean norms)."""
     return float((a - b).norm() / b.norm())
