@@ -1,13 +1,15 @@
 """Chapter 12's measurements on SmolLM2-135M-Instruct for several seeds, stored for the chapter's spreads.
 
-    python benchmarks/real_lm_tokens.py                 # seeds 0 1 2 (about 4 minutes a seed on 2 idle cores)
+    python benchmarks/real_lm_tokens.py                 # seeds 0 1 2 (minutes a seed on 2 idle cores)
     python benchmarks/real_lm_tokens.py --seeds 3 4     # more seeds, added to the file
     python benchmarks/real_lm_tokens.py --force         # measure stored seeds again
 
 Each seed samples 8 single-digit addition questions x 4 replies at temperature 1 (``lm.tokens.SIZE``),
 then measures what the chapter measures live for seed 0 (``lm.tokens.measure``): the bf16 and
-bf16-with-fp32-head re-forwards against fp32, one AdamW step at three learning rates, the KL estimators
-on fresh replies against the exact KL, and the entropy against the temperature. Resumable: each finished
+bf16-with-fp32-head re-forwards against fp32, one AdamW step at three learning rates (the ratios of the
+tokens it trained on, and of a held-back half: a step on one half of the groups, the ratios of the other),
+the KL estimators on fresh replies against the exact KL, and the entropy against the temperature (the
+T = 1 replies' positions re-tempered, and replies sampled at each temperature). Resumable: each finished
 seed is written to notebooks/data/real_lm_tokens.json at once, and a seed already there is skipped
 unless --force. The file records the machine (its float path) and each seed's wall time.
 """

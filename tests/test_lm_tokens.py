@@ -47,25 +47,110 @@ def test_step_report_counts_binding_clips_and_gspo_replies_like_a_loop():
     # replies whose sequence ratio sits between GSPO's two bounds: a swapped low/high range shows here
     for b, s in ((0, 1 + 3.5e-4), (1, 1 - 2e-4), (2, 1 + 4.5e-4), (3, 1 - 5e-4)):
         new[b] = torch.where(mask[b], old[b] + math.log(s), new[b])
+    new[4] = torch.where(mask[4], old[4] + 1.0, new[4])       # a reply without advantage, far outside
     texts = [[f"t{b}{i}" for i in range(7)] for b in range(6)]
     r = tokens.step_report(old, new, adv, mask, texts)
     n = int(mask.sum())
+    live_rows = [b for b in range(6) if adv[b] != 0]
+    n_live = sum(int(mask[b].sum()) for b in live_rows)
+    assert (r["n_tokens"], r["n_replies"], r["n_live_replies"], r["n_live_tokens"]) == (n, 6, 5, n_live)
     for eps_high, key in ((0.2, "clip_frac_0.2"), (0.28, "clip_frac_0.28")):
         binds = sum(1 for b in range(6) for i in range(7) if mask[b, i] and (
             (adv[b] > 0 and math.exp(new[b, i] - old[b, i]) > 1 + eps_high) or
             (adv[b] < 0 and math.exp(new[b, i] - old[b, i]) < 0.8)))
         assert r[key] == pytest.approx(binds / n), key
-    live, clipped = 0, 0
-    for b in range(6):
+        assert r[key + "_live"] == pytest.approx(binds / n_live), key    # the same clips, the live base
+    clipped, clipped_tok = 0, 0
+    for b in live_rows:
         logs = [float(new[b, i] - old[b, i]) for i in range(7) if mask[b, i]]
         s = math.exp(sum(logs) / len(logs))
-        if adv[b] != 0:
-            live += 1
-            clipped += (adv[b] > 0 and s > 1 + 4e-4) or (adv[b] < 0 and s < 1 - 3e-4)
-    assert r["gspo_seq_clip_frac"] == pytest.approx(clipped / live)
+        if (adv[b] > 0 and s > 1 + 4e-4) or (adv[b] < 0 and s < 1 - 3e-4):
+            clipped, clipped_tok = clipped + 1, clipped_tok + len(logs)
+    assert r["gspo_seq_clipped"] == clipped
+    assert r["gspo_seq_clip_frac"] == pytest.approx(clipped / len(live_rows))
+    assert r["gspo_tok_clip_frac_live"] == pytest.approx(clipped_tok / n_live)
     outside = [texts[b][i] for b in range(6) for i in range(7)
                if mask[b, i] and not 0.8 <= math.exp(new[b, i] - old[b, i]) <= 1.28]
     assert r["top_outside_tokens"] == Counter(outside).most_common(8)
+
+
+def _tiny_chat(separate_head=False):
+    """A one-layer Llama with 24 tokens, random weights, in ``lm.ChatLM`` (EOS = pad = 2)."""
+    from types import SimpleNamespace
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from course_lib.lm import ChatLM
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=24, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                      tie_word_embeddings=True)
+    m = LlamaForCausalLM(cfg).eval()
+    head = m.get_output_embeddings().weight.detach().clone() if separate_head else None
+    return ChatLM(m, SimpleNamespace(eos_token_id=2, pad_token_id=2), "fp32", "fp32", head)
+
+
+def _tiny_batch(chat, n_prompts=4, G=2):
+    prompts = [[5 + p, 6, 7 + p][: 2 + p % 2] for p in range(n_prompts) for _ in range(G)]
+    roll = chat.sample(prompts, max_new_tokens=6, temperature=1.0, seed=0)
+    with torch.no_grad():
+        logp, ent = chat.score(roll.prompts, roll.response, roll.lengths, entropy=True)
+    texts = [[str(t) for t in r[:n]] for r, n in zip(roll.response.tolist(), roll.lengths.tolist())]
+    rewards = torch.tensor([float(b % 3 == 0) for b in range(len(prompts))])
+    adv = torch.tensor([1.0, -1.0] * (len(prompts) // 2))
+    q = tokens.Questions([f"q{p}" for p in range(n_prompts)], list(range(n_prompts)), G)
+    return tokens.ScoredReplies(q, roll, texts, rewards, adv, logp, ent)
+
+
+def test_the_held_back_half_is_scored_by_the_model_stepped_on_the_other_half():
+    chat = _tiny_chat()
+    batch = _tiny_batch(chat)
+    lr = 1e-2
+    got = tokens.held_back_step_reports(chat, batch, (lr,))[lr]
+    expect = torch.zeros_like(batch.logp)
+    for trained, held in (([0, 1, 2, 3], [4, 5, 6, 7]), ([4, 5, 6, 7], [0, 1, 2, 3])):
+        grads = tokens.reinforce_gradients(chat, batch.rollout.rows(trained), batch.adv[trained])
+        part, new = batch.rollout.rows(held), tokens.stepped(chat, grads, lr)
+        with torch.no_grad():
+            expect[held] = new.score(part.prompts, part.response, part.lengths)[0]
+    want = tokens.step_report(batch.logp, expect, batch.adv, batch.rollout.mask, batch.texts)
+    assert got["ratio"]["q50"] != 1.0 and got["n_live_replies"] == 8
+    for key in ("q01", "q50", "q99", "max_abs_dlogp"):
+        assert got["ratio"][key] == pytest.approx(want["ratio"][key], rel=1e-5, abs=1e-7), key
+    # stepping on the whole batch moves its own tokens otherwise
+    grads = tokens.reinforce_gradients(chat, batch.rollout, batch.adv)
+    with torch.no_grad():
+        own = tokens.stepped(chat, grads, lr).score(batch.rollout.prompts, batch.rollout.response,
+                                                    batch.rollout.lengths)[0]
+    assert (own - expect)[batch.rollout.mask].abs().max() > 1e-4
+
+
+def test_stepped_moves_a_tied_head_and_keeps_a_separate_one_unchanged():
+    for separate in (False, True):
+        chat = _tiny_chat(separate_head=separate)
+        batch = _tiny_batch(chat)
+        before = chat.head.detach().clone()
+        new = tokens.stepped(chat, tokens.reinforce_gradients(chat, batch.rollout, batch.adv), 1e-2)
+        assert torch.equal(chat.head, before)                            # the source is untouched
+        if separate:
+            assert new.separate_head is chat.separate_head and torch.equal(new.head, before)
+        else:
+            assert new.separate_head is None and not torch.equal(new.head, before)
+
+
+def test_sampled_entropy_samples_at_each_temperature_and_counts_its_tokens():
+    from types import SimpleNamespace
+    chat = _tiny_chat()
+    prompts = [[5, 6], [5, 6], [9, 7, 8], [9, 7, 8]]
+    q = SimpleNamespace(prompts=lambda model: prompts)
+    got = tokens.sampled_entropy_shares(chat, q, seed=3, temperatures=(0.3, 1.0), max_new_tokens=6)
+    for t in (0.3, 1.0):
+        roll = chat.sample(prompts, max_new_tokens=6, temperature=t, seed=3)
+        want = tokens.entropy_shares(chat, roll, (t,))[t]
+        assert got[t]["n_tokens"] == int(roll.mask.sum()) and got[t]["n_replies"] == 4
+        assert got[t]["mean"] == pytest.approx(want["mean"]) and got[t]["share_above"] == want["share_above"]
+    retempered = tokens.entropy_shares(chat, chat.sample(prompts, max_new_tokens=6, seed=3), (0.3,))[0.3]
+    assert got[0.3]["mean"] != pytest.approx(retempered["mean"])       # other positions, other entropy
 
 
 def test_kl_estimates_match_the_formulas_and_their_spread():
@@ -120,3 +205,14 @@ def test_the_token_panel_colours_the_chosen_reply_by_the_chosen_quantity():
     assert 'title="2.000"' in panel.update(quantity="entropy (nats)")._repr_html_()
     with pytest.raises(ValueError, match="quantity"):
         panel.update(quantity="ratio")
+
+
+def test_the_gradient_check_finds_each_kl_loss_on_its_side():
+    chat = _tiny_chat()
+    batch = _tiny_batch(chat)
+    moved = tokens.stepped(chat, tokens.reinforce_gradients(chat, batch.rollout, batch.adv), 5e-2)
+    g = tokens.gradient_check(moved, chat, batch.rollout, n_positions=12)
+    assert g["n_positions"] == 12
+    for kind in ("k2", "k1 in reward", "k3+", "k3 x ratio"):                 # the reverse KL's gradient
+        assert g[kind]["vs_reverse"] < 1e-9 < g[kind]["vs_forward"], kind
+    assert g["k3"]["vs_forward"] < 1e-9 < g["k3"]["vs_reverse"] and g["k1"]["norm_ratio"] < 1e-9

@@ -298,9 +298,13 @@ class ChatLM:
         """Sample one response per prompt with the KV cache, seeded (the same seed and prompts give the
         same tokens on the same float path). ``temperature`` > 0 divides the logits; ``top_p`` < 1 keeps the
         smallest set of tokens whose probability reaches it. The log-prob stored per token is that of the
-        tempered distribution before the top-p cut (what a trainer recomputes). ``greedy``: the most
-        probable token at every step instead of a draw. ``share_prompts``: a group's repeated prompt is fed
-        once (``prefill``); the draws are the same, the numbers equal up to float rounding."""
+        tempered distribution before the top-p cut: what a trainer scoring at the sampling temperature
+        recomputes. An engine returns it only if asked: vLLM's default ``logprobs_mode="raw_logprobs"``
+        gives the untempered distribution's log-probs; ``"processed_logprobs"``, which verl and TRL set,
+        gives them after temperature and the other logit processing. ``greedy``: the most probable token
+        at every step instead of a draw. ``share_prompts``: a group's repeated prompt is fed once
+        (``prefill``); the logits equal the unshared ones up to float rounding, so the draws are the same
+        except where a rounding difference moves a draw across the boundary between two tokens."""
         if not prompts or not all(prompts):
             raise ValueError("prompts must be a non-empty list of non-empty token-id lists")
         if not temperature > 0:

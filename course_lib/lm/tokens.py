@@ -20,7 +20,7 @@ from .. import kl as kl_lib
 from ..advantages import group_advantages
 from ..masking import masked_mean
 from ..ratios import clip_stats
-from ..sim.kl import estimator_gradients
+from ..sim.kl import estimator_gradients, framework_kl_gradients, relative_gap
 from .model import ChatLM, Replies
 from .task import SYSTEM, Questions, addition_questions, last_integer  # noqa: F401 (chapter 12 reads them here)
 
@@ -35,7 +35,8 @@ FORKING_THRESHOLD = 0.672               # nats: the 80th percentile of token ent
 def ratio_table(logp: Tensor, ref_logp: Tensor, mask: Tensor) -> dict:
     """The per-token ratio r = exp(logp - ref_logp) over valid tokens, and the sequence-level product
     and geometric mean per response: quantiles, the shares beyond TIS's cap and outside verl's Seq-MIS
-    and Geo-RS bounds. All [B, T] with a bool mask."""
+    and Geo-RS bounds, and the median over responses of |mean log-ratio per token| (what a reply's
+    length multiplies). All [B, T] with a bool mask."""
     log_r = torch.where(mask, logp - ref_logp, 0.0).double()
     tok = log_r[mask].exp()
     q = torch.quantile(tok, torch.tensor([0.01, 0.05, 0.5, 0.95, 0.99], dtype=torch.float64)).tolist()
@@ -52,7 +53,8 @@ def ratio_table(logp: Tensor, ref_logp: Tensor, mask: Tensor) -> dict:
             "seq_prod_min": float(prod.min()), "seq_prod_max": float(prod.max()),
             "seq_outside_mis": outside(prod, *SEQ_MIS_BOUNDS),
             "seq_geo_min": float(geo.min()), "seq_geo_max": float(geo.max()),
-            "seq_geo_outside_rs": outside(geo, *GEO_RS_BOUNDS)}
+            "seq_geo_outside_rs": outside(geo, *GEO_RS_BOUNDS),
+            "seq_mean_abs_log_median": float((seq_log / n).abs().median())}
 
 
 # ------------------------------------------------------------------------------------------- one step
@@ -75,7 +77,12 @@ def reinforce_gradients(model: ChatLM, rollout: Replies, adv: Tensor, *, micro_b
 
 def stepped(model: ChatLM, grads: dict, lr: float) -> ChatLM:
     """A copy of the model after one AdamW step (betas 0.9/0.999, no weight decay) with these gradients.
-    On a first step Adam moves each weight by about lr * sign(grad), whatever the gradient's size."""
+    On a first step Adam moves each weight by about lr * sign(grad), whatever the gradient's size.
+
+    Only ``model.model``'s parameters are copied and stepped. The tied head is the embedding matrix, so
+    it steps with the body. A separate head (``lm.load(..., head_dtype=...)`` unlike the body) is no
+    parameter of ``model.model``: ``reinforce_gradients`` gives it no gradient, and the copy shares it
+    with the source, unchanged."""
     new = copy.copy(model)
     new.model = copy.deepcopy(model.model)
     params = dict(new.model.named_parameters())
@@ -87,28 +94,40 @@ def stepped(model: ChatLM, grads: dict, lr: float) -> ChatLM:
     return new
 
 
-def step_report(old_logp: Tensor, new_logp: Tensor, adv: Tensor, mask: Tensor, texts: list[list[str]],
-                p_old: Tensor | None = None) -> dict:
-    """After one step, on the tokens it was trained on: the ratio's spread, PPO's clip fractions at
-    eps 0.2 and at Clip-Higher's (0.2, 0.28), GSPO's share of whole responses clipped at its paper's
-    (3e-4, 4e-4) on the sequence ratio (the geometric mean), and the tokens that left [0.8, 1.28] most."""
-    ratio = torch.exp(torch.where(mask, new_logp - old_logp, 0.0))                    # [B, T]
+def step_report(old_logp: Tensor, new_logp: Tensor, adv: Tensor, mask: Tensor,
+                texts: list[list[str]], p_old: Tensor | None = None) -> dict:
+    """After one step, the ratio's spread and what each clip would remove. [B, T]; adv [B].
+
+    "live" = the replies with a nonzero advantage, the only ones with a gradient. On their
+    tokens: PPO's binding clip at eps 0.2 and at Clip-Higher's (0.2, 0.28) (``clip_stats``), and
+    the tokens of the replies GSPO clips at its paper's (3e-4, 4e-4) on the sequence ratio (the
+    geometric mean). ``clip_frac_*`` count over all tokens instead, as verl's pg_clipfrac does."""
+    log_r = torch.where(mask, new_logp - old_logp, 0.0)                       # [B, T]
+    ratio = torch.exp(log_r)
     adv_tok = adv[:, None].expand_as(ratio)
-    sym, high = clip_stats(ratio, adv_tok, mask, 0.2, 0.2), clip_stats(ratio, adv_tok, mask, 0.2, 0.28)
-    n = mask.sum(1).clamp(min=1)
-    seq = torch.exp(torch.where(mask, new_logp - old_logp, 0.0).sum(1) / n)          # [B]
-    live = mask.any(1) & (adv != 0)
-    gspo_bind = (((seq < 1 - 3e-4) & (adv < 0)) | ((seq > 1 + 4e-4) & (adv > 0))) & live
+    some = mask.any(1)                                                        # [B]
+    live = some & (adv != 0)                                                  # [B]
+    live_tok = mask & live[:, None]                                           # [B, T]
+    n_live_tok = live_tok.sum().clamp(min=1)
+    seq = torch.exp(log_r.sum(1) / mask.sum(1).clamp(min=1))                  # [B]
+    low, high = seq < 1 - 3e-4, seq > 1 + 4e-4
+    gspo = live & ((low & (adv < 0)) | (high & (adv > 0)))                    # [B]
+    report = {"ratio": ratio_table(new_logp, old_logp, mask),
+              "n_replies": int(some.sum()), "n_tokens": int(mask.sum()),
+              "n_live_replies": int(live.sum()), "n_live_tokens": int(live_tok.sum())}
+    for eps in (0.2, 0.28):
+        for key, where in ((f"clip_frac_{eps:g}", mask), (f"clip_frac_{eps:g}_live", live_tok)):
+            c = clip_stats(ratio, adv_tok, where, 0.2, eps)
+            report[key] = c["clip/low_frac"] + c["clip/high_frac"]
+    report |= {
+        "gspo_seq_clipped": int(gspo.sum()),
+        "gspo_seq_clip_frac": float(gspo.sum() / live.sum().clamp(min=1)),
+        "gspo_tok_clip_frac_live": float((mask & gspo[:, None]).sum() / n_live_tok),
+        "gspo_seq_outside_frac": float((some & (low | high)).sum() / some.sum().clamp(min=1)),
+        "seq_ratio_min": float(seq[some].min()), "seq_ratio_max": float(seq[some].max())}
     out_tok = mask & ((ratio < 0.8) | (ratio > 1.28))
     counts = Counter(texts[b][t] for b, t in out_tok.nonzero().tolist())
-    report = {"ratio": ratio_table(new_logp, old_logp, mask),
-              "clip_frac_0.2": sym["clip/low_frac"] + sym["clip/high_frac"],
-              "clip_frac_0.28": high["clip/low_frac"] + high["clip/high_frac"],
-              "outside_0.2": sym["ratio/outside_frac"], "outside_0.28": high["ratio/outside_frac"],
-              "gspo_seq_clip_frac": float(gspo_bind.sum() / live.sum().clamp(min=1)),
-              "gspo_seq_outside_frac": float((((seq < 1 - 3e-4) | (seq > 1 + 4e-4)) & mask.any(1)).double().mean()),
-              "seq_ratio_min": float(seq[mask.any(1)].min()), "seq_ratio_max": float(seq[mask.any(1)].max()),
-              "top_outside_tokens": counts.most_common(8)}
+    report["top_outside_tokens"] = counts.most_common(8)
     if p_old is not None:
         report["p_old_outside"] = float(p_old[out_tok].mean()) if out_tok.any() else float("nan")
         report["p_old_all"] = float(p_old[mask].mean())
@@ -154,26 +173,30 @@ def exact_kl_tokens(policy: ChatLM, ref: ChatLM, rollout: Replies, *, micro_batc
 @torch.no_grad()
 def gradient_check(policy: ChatLM, ref: ChatLM, rollout: Replies, n_positions: int = 64) -> dict:
     """At the first n response positions of the rollout, the expected gradient of each estimator used as
-    a loss (exact over the vocabulary, ``sim.kl.estimator_gradients``) against the gradients of the
-    reverse KL(pi || pi_ref) and the forward KL(pi_ref || pi): relative gaps |g - target| / |target|."""
+    a loss (exact over the vocabulary, ``sim.kl.estimator_gradients``), and of verl's "k3+" and TRL's
+    k3 x ratio (``sim.kl.framework_kl_gradients``), against the gradients of the reverse
+    KL(pi || pi_ref) and the forward KL(pi_ref || pi): relative gaps |g - target| / |target|."""
     part = rollout.rows(slice(0, 4))
     m = part.mask
     z = policy.response_logits(part.prompts, part.response, part.lengths)[m][:n_positions].double()
     z_ref = ref.response_logits(part.prompts, part.response, part.lengths)[m][:n_positions].double()
+    logits, ref_logp = z / rollout.temperature, torch.log_softmax(z_ref / rollout.temperature, -1)
     with torch.enable_grad():
-        g = estimator_gradients(z / rollout.temperature, torch.log_softmax(z_ref / rollout.temperature, -1))
-    gap = lambda a, b: float((a - b).norm() / b.norm())                            # noqa: E731
-    return {k: {"vs_reverse": gap(g[k], g["reverse"]), "vs_forward": gap(g[k], g["forward"]),
-                "norm_ratio": float(g[k].norm() / g["reverse"].norm())}
-            for k in ("k1", "k2", "k3", "k1 in reward")} | {"n_positions": int(z.shape[0])}
+        g = estimator_gradients(logits, ref_logp) | framework_kl_gradients(logits, ref_logp)
+    kinds = ("k1", "k2", "k3", "k1 in reward", "k3+", "k3 x ratio")
+    return {k: {"vs_reverse": relative_gap(g[k], g["reverse"]),
+                "vs_forward": relative_gap(g[k], g["forward"]),
+                "norm_ratio": float(g[k].norm() / g["reverse"].norm())} for k in kinds} | {
+        "n_positions": int(z.shape[0])}
 
 
 # ------------------------------------------------------------------------------------------- entropy
 
 def entropy_shares(model: ChatLM, rollout: Replies, temperatures=(0.3, 0.5, 0.7, 1.0), *,
                    micro_batch: int = 8) -> dict:
-    """The share of response tokens whose entropy exceeds 0.672 nats, and the mean and median entropy,
-    of the tempered distribution at each temperature, at the positions of the given rollout."""
+    """The share of response tokens whose entropy exceeds 0.672 nats, the mean and median entropy, and
+    the number of tokens, of the tempered distribution at each temperature, at the positions of the given
+    rollout (whatever temperature it was sampled at: ``sampled_entropy_shares`` samples at each)."""
     ents = {t: [] for t in temperatures}
     with torch.no_grad():
         for i in range(0, len(rollout.prompts), micro_batch):
@@ -186,7 +209,19 @@ def entropy_shares(model: ChatLM, rollout: Replies, temperatures=(0.3, 0.5, 0.7,
     for t, parts in ents.items():
         e = torch.cat(parts).double()
         out[t] = {"share_above": float((e > FORKING_THRESHOLD).double().mean()),
-                  "mean": float(e.mean()), "median": float(e.median())}
+                  "mean": float(e.mean()), "median": float(e.median()), "n_tokens": int(e.numel())}
+    return out
+
+
+def sampled_entropy_shares(model: ChatLM, questions: Questions, seed: int,
+                           temperatures=(0.3, 0.5, 0.7, 1.0), *, max_new_tokens: int = 40) -> dict:
+    """``entropy_shares`` at each temperature T on replies sampled at T (one per prompt of
+    ``questions``, seeded): the model's own contexts at that temperature, where re-tempering the
+    positions of T = 1 replies measures other text. Each entry also counts its replies."""
+    out = {}
+    for t in temperatures:
+        roll = model.sample(questions.prompts(model), max_new_tokens=max_new_tokens, temperature=t, seed=seed)
+        out[t] = entropy_shares(model, roll, (t,))[t] | {"n_replies": len(roll.prompts)}
     return out
 
 
@@ -267,6 +302,31 @@ def step_reports(model: ChatLM, batch: ScoredReplies, lrs=LRS) -> tuple[dict, di
     return reports, models
 
 
+def held_back_step_reports(model: ChatLM, batch: ScoredReplies, lrs=LRS) -> dict:
+    """GSPO's setting: a batch learned in mini-batches, where each update's clip sees replies the
+    previous update did not train on. The batch's groups split in two halves; one AdamW step on each
+    half's REINFORCE gradient, and the other half's ratios after it. ``step_report`` over all replies,
+    each scored by the model stepped on the half it is not in. Returns reports by lr."""
+    roll, G = batch.rollout, batch.questions.group_size
+    half = (len(roll.prompts) // G // 2) * G                         # whole groups in the first half
+    if not 0 < half < len(roll.prompts):
+        raise ValueError(f"{len(roll.prompts) // G} groups cannot be split in two halves")
+    halves = (list(range(half)), list(range(half, len(roll.prompts))))
+    new_logp = {lr: torch.zeros_like(batch.logp) for lr in lrs}    # [B, T]
+    for trained, held in (halves, halves[::-1]):
+        grads = reinforce_gradients(model, roll.rows(trained), batch.adv[trained])
+        part = roll.rows(held)
+        for lr in lrs:
+            new = stepped(model, grads, lr)
+            with torch.no_grad():
+                lp, _ = new.score(part.prompts, part.response, part.lengths, temperature=roll.temperature,
+                                  micro_batch=8)
+            new_logp[lr][held] = lp
+            del new
+    return {lr: step_report(batch.logp, new_logp[lr], batch.adv, roll.mask, batch.texts,
+                            p_old=batch.logp.exp()) for lr in lrs}
+
+
 def kl_report(new: ChatLM, old: ChatLM, batch: ScoredReplies, fresh_seed: int,
               max_new_tokens: int = SIZE["max_new_tokens"]) -> dict:
     """(b) KL(pi_new || pi_old) after one step, pi_old the model before it: k1, k2, k3 on fresh replies
@@ -293,13 +353,19 @@ def _jsonable(x):
 PRECISION_ROWS = 16                     # the first 16 replies: bf16 on a CPU without bf16 units is slow
 
 
-def summary(batch: ScoredReplies, precision: dict, steps: dict, kl: dict, entropy: dict) -> dict:
+def summary(batch: ScoredReplies, precision: dict, steps: dict, kl: dict, entropy: dict,
+            held_back: dict | None = None, entropy_sampled: dict | None = None) -> dict:
     """One seed's measurements as JSON-able numbers (what benchmarks/real_lm_tokens.py stores)."""
     roll = batch.rollout
-    return _jsonable({"pass@1": float(batch.rewards.mean()), "mean_length": float(roll.lengths.double().mean()),
-                      "truncated": float(roll.truncated.double().mean()), "precision": precision,
-                      "step": {f"{lr:g}": r for lr, r in steps.items()}, "kl": kl,
-                      "entropy": {f"{t:g}": v for t, v in entropy.items()}})
+    out = {"pass@1": float(batch.rewards.mean()), "mean_length": float(roll.lengths.double().mean()),
+           "truncated": float(roll.truncated.double().mean()), "precision": precision,
+           "step": {f"{lr:g}": r for lr, r in steps.items()}, "kl": kl,
+           "entropy": {f"{t:g}": v for t, v in entropy.items()}}
+    if held_back is not None:
+        out["step_held_back"] = {f"{lr:g}": r for lr, r in held_back.items()}
+    if entropy_sampled is not None:
+        out["entropy_sampled"] = {f"{t:g}": v for t, v in entropy_sampled.items()}
+    return _jsonable(out)
 
 
 def measure(model: ChatLM, seed: int, models: dict[str, ChatLM], *, lrs=LRS, kl_lr: float = 1e-5,
@@ -314,8 +380,15 @@ def measure(model: ChatLM, seed: int, models: dict[str, ChatLM], *, lrs=LRS, kl_
     tick("steps")
     kl = kl_report(stepped_models[kl_lr], model, batch, fresh_seed=1000 + seed)
     tick("kl")
+    del stepped_models
+    held_back = held_back_step_reports(model, batch, lrs)
+    tick("held-back half")
     entropy = entropy_shares(model, batch.rollout.rows(slice(0, PRECISION_ROWS)))
-    return {"seed": seed, "size": dict(SIZE), **summary(batch, precision, steps, kl, entropy)}
+    entropy_sampled = sampled_entropy_shares(model, batch.questions, seed,
+                                             max_new_tokens=SIZE["max_new_tokens"])
+    tick("entropy")
+    return {"seed": seed, "size": dict(SIZE),
+            **summary(batch, precision, steps, kl, entropy, held_back, entropy_sampled)}
 
 
 def across_seeds(stored: dict, *path: str) -> list:

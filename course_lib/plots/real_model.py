@@ -8,6 +8,8 @@ import html
 import matplotlib.pyplot as plt
 from matplotlib import colormaps
 from matplotlib.colors import Normalize, TwoSlopeNorm, to_hex
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
 
@@ -79,6 +81,7 @@ def ratio_spread_plot(rows: dict[str, dict], title: str, *, log_x: bool = True) 
     ax.invert_yaxis()
     if log_x:
         ax.set_xscale("log")
+        ratio_ticks(ax)
     ax.set_xlabel("per-token ratio (bands: 5-95% thick, 1-99% thin; dots: min and max; dashed: 0.8 and 1.28)")
     ax.set_title(title)
     light_grid(ax, axis="x")
@@ -86,40 +89,80 @@ def ratio_spread_plot(rows: dict[str, dict], title: str, *, log_x: bool = True) 
     return fig
 
 
-def clip_by_lr_plot(steps: dict[str, dict]) -> plt.Figure:
-    """After one step at each learning rate: the share of tokens PPO clips at eps 0.2 and at (0.2, 0.28),
-    and GSPO's share of whole responses clipped at (3e-4, 4e-4)."""
-    lrs = list(steps)
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
-    x = range(len(lrs))
-    for key, label, colour in (("clip_frac_0.2", "tokens clipped, eps 0.2 (GRPO)", BLUE),
-                               ("clip_frac_0.28", "tokens clipped, eps (0.2, 0.28) (Clip-Higher)", ORANGE),
-                               ("gspo_seq_clip_frac", "responses clipped, GSPO (3e-4, 4e-4)", GREEN)):
-        ax.plot(x, [100 * steps[lr][key] for lr in lrs], "o-", color=colour, label=label)
-    ax.set_xticks(list(x), [f"lr {lr}" for lr in lrs])
-    ax.set_ylabel("share clipped (%)")
-    ax.set_ylim(-3, 145)                     # room above 100% for the legend, so no marker is cut or hidden
-    ax.set_yticks(range(0, 101, 20))
-    ax.set_title("One AdamW step on the real model: what the clip would remove")
-    ax.legend(fontsize=8, loc="upper left")
-    light_grid(ax)
-    fig.tight_layout()
+TICKS_NEAR_1 = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2, 3, 5, 10, 20,
+                50, 100)
+
+
+def ratio_ticks(ax: plt.Axes) -> None:
+    """Plain decimal ticks (0.8, 0.9, 1.0, ...) on a log-scaled ratio axis, where matplotlib's own would
+    read 8x10^-1, 9x10^-1, 10^0; only the ticks inside the axis's range, and no minor labels."""
+    lo, hi = ax.get_xlim()
+    ticks = [t for t in TICKS_NEAR_1 if lo <= t <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.1f}" if 0.1 <= x < 10 else f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+CLIP_SERIES = (("clip_frac_0.2_live", "GRPO, eps 0.2: tokens clipped", BLUE, "o-"),
+               ("clip_frac_0.28_live", "Clip-Higher, (0.2, 0.28): tokens clipped", ORANGE, "s--"),
+               ("gspo_tok_clip_frac_live", "GSPO, (3e-4, 4e-4): tokens of the replies clipped", GREEN, "^-"))
+
+
+def clip_by_lr_plot(steps: dict[str, dict], held_back: dict[str, dict] | None = None,
+                    seed: str = "0") -> plt.Figure:
+    """After one step at each learning rate, what each clip would remove, on one base: the tokens of the
+    replies with a nonzero advantage (``lm.tokens.step_report``'s ``*_live`` shares; GSPO clips a whole
+    reply, so its share counts the tokens of the replies it clips). Left: the ratios of the tokens the
+    step trained on; right (``held_back``), of the held-back half, which the step did not train on."""
+    panels = {"on the tokens the step trained on": steps}
+    if held_back is not None:
+        panels["on the held-back half (stepped on the other)"] = held_back
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), sharey=True, squeeze=False)
+    for ax, (title, by_lr) in zip(axes[0], panels.items()):
+        lrs = list(by_lr)
+        for key, label, colour, style in CLIP_SERIES:
+            ax.plot(range(len(lrs)), [100 * by_lr[lr][key] for lr in lrs], style, color=colour, label=label)
+        ax.set_xticks(range(len(lrs)), [f"lr {lr}" for lr in lrs])
+        first = by_lr[lrs[0]]
+        ax.set_title(f"{title}\n(seed {seed}: {first['n_live_tokens']} tokens in {first['n_live_replies']} "
+                     f"replies with A != 0)", fontsize=9)
+        ax.set_ylim(-3, 103)
+        ax.set_yticks(range(0, 101, 20))
+        light_grid(ax)
+    axes[0][0].set_ylabel("share of those tokens clipped (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels), frameon=False)
+    fig.suptitle("One AdamW step on the real model: what each clip would remove", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
-def entropy_by_temperature_plot(shares: dict, threshold: float, paper_share: float = 0.2) -> plt.Figure:
-    """The share of tokens whose entropy exceeds ``threshold`` at each temperature (one line per
-    seed), beside the share reported for larger models."""
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    for seed, by_t in shares.items():
-        ts = sorted(by_t, key=float)
-        ax.plot([float(t) for t in ts], [100 * by_t[t]["share_above"] for t in ts], "o-", color=BLUE,
-                alpha=0.7, label=f"seed {seed}")
-    ax.axhline(100 * paper_share, color=RED, ls="--", lw=1, label="about 20% (arXiv 2506.01939, Qwen models)")
+SEED_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def entropy_by_temperature_plot(series: dict[str, dict], threshold: float,
+                                paper_share: float = 0.2) -> plt.Figure:
+    """The share of tokens whose entropy exceeds ``threshold`` against the temperature, beside the share
+    reported for larger models. ``series`` maps a label (what was measured, with its n) to
+    {seed: {temperature: lm.tokens.entropy_shares entry}}: one colour per series, one marker per seed,
+    one legend entry each."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    seeds = sorted({s for by_seed in series.values() for s in by_seed}, key=int)
+    handles = []
+    for (label, by_seed), colour, style in zip(series.items(), (BLUE, ORANGE, GREEN), ("-", "--", ":")):
+        for seed, by_t in by_seed.items():
+            ts = sorted(by_t, key=float)
+            ax.plot([float(t) for t in ts], [100 * by_t[t]["share_above"] for t in ts], ls=style, color=colour,
+                    marker=SEED_MARKERS[seeds.index(seed) % len(SEED_MARKERS)], ms=5, alpha=0.8)
+        handles.append(Line2D([], [], color=colour, ls=style, label=label))
+    handles += [Line2D([], [], color=GREY, ls="", marker=SEED_MARKERS[i % len(SEED_MARKERS)], label=f"seed {s}")
+                for i, s in enumerate(seeds)]
+    ax.axhline(100 * paper_share, color=RED, ls="--", lw=1)
+    handles.append(Line2D([], [], color=RED, ls="--", lw=1, label="about 20% (arXiv 2506.01939, Qwen models)"))
     ax.set_xlabel("temperature")
     ax.set_ylabel(f"tokens with entropy > {threshold} nats (%)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=7.5, loc="upper left")
     light_grid(ax)
     fig.tight_layout()
     return fig
