@@ -293,18 +293,33 @@ def test_each_failing_case_of_a_known_mistake_points_to_its_hint(ws):
 
 
 def test_hint_targets_the_first_failing_case_of_the_readers_file(ws, capsys):
-    """A file that fails only the equal-rewards case gets that case's message, not the first rung of
-    the general ladder (which is about `.view(-1, G)`), and the ladder does not move."""
+    """A file that fails only the equal-rewards case gets that case's message first, kept apart from the
+    general ladder (whose first rung is about `.view(-1, G)`); below it, the ladder's next rung."""
     ws.mkdir()
     wrong = EX01.dir / "wrong" / "no_zero_for_equal_groups.py"
     (ws / f"{EX01.id}.py").write_text(wrong.read_text())
     assert cli.main(["--json", "hint", "ex01"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert "six equal rewards" in out["case"] and out["level"] is None
-    assert "exactly 0" in out["hint"] and ".view(-1" not in out["hint"]
-    (ws / f"{EX01.id}.py").write_text(EX01.solution.read_text())       # passes: the ladder, rung 1
+    assert "six equal rewards" in out["case"] and out["level"] == 1
+    assert "exactly 0" in out["target"] and ".view(-1" not in out["target"]
+    (ws / f"{EX01.id}.py").write_text(EX01.solution.read_text())       # passes: the ladder goes on
     assert cli.main(["--json", "hint", "ex01"]) == 0
-    assert json.loads(capsys.readouterr().out)["level"] == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["level"] == 2 and out["target"] is None
+
+
+def test_a_failing_test_names_the_hint_ladder_and_hint_says_more_than_test_did(ws, capsys):
+    """`test` names `hint` and its levels; `hint` then prints the ladder's next rung, which `test` did not,
+    rather than the case and its known-mistake hint alone a second time."""
+    ws.mkdir()
+    (ws / f"{EX01.id}.py").write_text((EX01.dir / "wrong" / "population_std.py").read_text())
+    assert cli.main(["test", "ex01"]) == 1
+    tested = " ".join(capsys.readouterr().out.split())
+    assert "`python judge.py hint ex01` (3 levels" in tested and "`--level 1` to `--level 3`" in tested
+    assert cli.main(["hint", "ex01"]) == 0
+    hinted = " ".join(capsys.readouterr().out.split())
+    assert "general hint 1 of 3" in hinted and "one row per prompt" in hinted
+    assert "one row per prompt" not in tested
 
 
 def test_hint_on_a_named_file_and_a_missing_one(tmp_path, capsys):

@@ -10,7 +10,6 @@ import ast
 import json
 import os
 import platform
-import re
 import shutil
 import sys
 import time
@@ -18,8 +17,8 @@ from pathlib import Path
 
 from . import environment, progress, report
 from .plaintext import markdown_to_terminal
-from .registry import (EXERCISES, Exercise, UsageError, chapter_exists, get_exercise, workspace_dir,
-                       workspace_file)
+from .registry import (EXERCISES, Exercise, UsageError, chapter_exists, get_exercise, parse_hints,
+                       workspace_dir, workspace_file)
 from .runner import DEFAULT_TIME_LIMIT, grade, run_many
 
 EPILOG = """How to do an exercise:
@@ -48,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--timeout", type=float, default=DEFAULT_TIME_LIMIT,
                    help=f"seconds your code may run in total (default {DEFAULT_TIME_LIMIT:g})")
     s.add_argument("--failures-only", action="store_true", help="do not list passing cases")
-    s = sub.add_parser("hint", help="what your file fails first; with no file or nothing failing, "
-                                    "the next general hint (or --level N of 3)")
+    s = sub.add_parser("hint", help="the next general hint, stronger each time (or --level N of 3), "
+                                    "after what your file fails first")
     s.add_argument("id")
     s.add_argument("file", nargs="?")
     s.add_argument("--level", type=int)
@@ -127,47 +126,41 @@ def cmd_test(args):
         report.format_result(res, show_passing=not args.failures_only)
 
 
-def parse_hints(text: str) -> list[str]:
-    parts = re.split(r"^##\s*Level\s*\d+[^\n]*\n", text, flags=re.M)
-    return [p.strip() for p in parts[1:] if p.strip()]
-
-
 def cmd_hint(args):
-    """A hint aimed at the reader's file when it fails a case (the case's own message), else the
-    exercise's general hints, one level stronger per call."""
+    """The exercise's general hints, one level stronger per call (or --level N). Where the reader's file
+    fails a case, its first failing case comes first (the case's message and what to check): `test`
+    printed that already, so the hint always adds the next rung of the ladder."""
     ex = get_exercise(args.id)
-    hints = parse_hints(ex.hints.read_text(encoding="utf-8"))
+    hints = ex.hint_levels()
     if not hints:
         raise UsageError(f"{ex.id} has no hints")
     short = ex.id.split("_")[0]
     path = Path(args.file) if args.file else workspace_file(ex)
     if args.file and not path.is_file():
         raise UsageError(f"no such file: {args.file}")
+    if args.level is not None and not 1 <= args.level <= len(hints):
+        raise UsageError(f"--level must be between 1 and {len(hints)}, got {args.level}")
+    target = case = None
+    head = ""
     if args.level is None and path.is_file():
         res = grade(ex, path, DEFAULT_TIME_LIMIT)
         target = report.first_failure(res)
         if target is not None:
             case = next((c["name"] for c in res["cases"] if not c["passed"]), None)
-            text = (f"{ex.id} ({report.rel(path)}): {res['passed']}/{res['total']} cases pass; fix this "
-                    f"one first.\n{target}\n\n(`python judge.py test {short}` lists every case; the "
-                    f"general hints: `python judge.py hint {short} --level 1` of {len(hints)}.)")
-            return 0, {"exercise": ex.id, "level": None, "levels": len(hints), "case": case,
-                       "hint": target}, text
-    if args.level is not None:
-        if not 1 <= args.level <= len(hints):
-            raise UsageError(f"--level must be between 1 and {len(hints)}, got {args.level}")
-        level = args.level
-    else:
-        level = progress.next_hint_level(ex, len(hints))
+            head = (f"{ex.id} ({report.rel(path)}): {res['passed']}/{res['total']} cases pass; fix this "
+                    f"one first.\n{target}\n\n")
+    level = args.level if args.level is not None else progress.next_hint_level(ex, len(hints))
     if level == len(hints):
         more = f"\n\n(Hint {level} of {len(hints)}: the last one.)"
     elif args.level is not None:                   # the same command would print the same level
         more = (f"\n\n(Hint {level} of {len(hints)}. `python judge.py hint {short} --level {level + 1}` "
                 "gives a stronger one.)")
     else:
-        more = f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint.)"
-    return 0, {"exercise": ex.id, "level": level, "levels": len(hints), "hint": hints[level - 1]}, \
-        f"{ex.id}, hint {level}:\n\n{markdown_to_terminal(hints[level - 1])}{more}"
+        more = (f"\n\n(Hint {level} of {len(hints)}. Run the same command again for a stronger hint, or "
+                f"`python judge.py hint {short} --level N` for level N.)")
+    return 0, {"exercise": ex.id, "level": level, "levels": len(hints), "hint": hints[level - 1],
+               "case": case, "target": target}, \
+        f"{head}{ex.id}, general hint {level} of {len(hints)}:\n\n{markdown_to_terminal(hints[level - 1])}{more}"
 
 
 def cmd_solution(args):
@@ -288,8 +281,7 @@ def cmd_check(args):
         for v in ex.wrong_variants():
             jobs.append({"exercise": ex.id, "file": str(v), "time_limit": 60, "label": f"wrong/{v.name}"})
         jobs_by_ex[ex.id] = jobs
-        files_ok = ex.readme.exists() and ex.hints.exists() and \
-            len(parse_hints(ex.hints.read_text(encoding="utf-8"))) >= 3
+        files_ok = ex.readme.exists() and len(ex.hint_levels()) >= 3
         rows.append({"exercise": ex.id, "what": "files", "ok": files_ok,
                      "detail": "README, hints (3 levels)" if files_ok else "README.md or 3 hint levels missing"})
         if not ex.wrong_variants():

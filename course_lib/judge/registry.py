@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,10 @@ class Exercise:
     @property
     def hints(self) -> Path:
         return self.dir / "hints.md"
+
+    def hint_levels(self) -> list[str]:
+        """The general hints of hints.md, gentlest first ("## Level N" sections)."""
+        return parse_hints(self.hints.read_text(encoding="utf-8")) if self.hints.is_file() else []
 
     def wrong_variants(self) -> list[Path]:
         d = self.dir / "wrong"
@@ -86,6 +91,11 @@ _CATALOGUE = [
 ]
 
 EXERCISES: dict[str, Exercise] = {row[0]: Exercise(*row) for row in _CATALOGUE}
+
+
+def parse_hints(text: str) -> list[str]:
+    parts = re.split(r"^##\s*Level\s*\d+[^\n]*\n", text, flags=re.M)
+    return [p.strip() for p in parts[1:] if p.strip()]
 
 
 class UsageError(Exception):

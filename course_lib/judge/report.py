@@ -5,6 +5,8 @@ import os
 import textwrap
 from pathlib import Path
 
+from .registry import EXERCISES
+
 MAX_FAILURES_SHOWN = 8
 
 
@@ -123,8 +125,11 @@ def _score_line(res: dict) -> str:
         return "Not graded: the course's environment is not complete (see above)."
     if status in ("error", "crashed", "internal_error"):
         return f"Score: {n}/{total}." if total else "Score: 0."
+    levels = len(EXERCISES[res["exercise"]].hint_levels()) if res["exercise"] in EXERCISES else 0
+    ladder = (f" ({levels} levels, from what to check to the details: one more per call, or `--level 1` "
+              f"to `--level {levels}`)") if levels else ""
     return (f"Score: {n}/{total}. Not yet: fix the first failure above, or ask for a hint with "
-            f"`python judge.py hint {ex}`.")
+            f"`python judge.py hint {ex}`{ladder}.")
 
 
 def next_exercise(rows: list[dict]) -> dict | None:

@@ -1,10 +1,10 @@
 """Known-wrong: each completion token scored by the logits at its own position (no shift by one)."""
 import torch
 
-HINT = ("Every case is wrong, even a batch of one at temperature 1: the temperature and the mask are not "
-        "the cause; which scores you read each token's log-probability from is. Take one completion token "
-        "and check which position of the logits holds the distribution it was drawn from: what had the "
-        "model read when it produced the scores at a position, and which token were they a guess for?")
+HINT = ("Every case is wrong, even a batch of one at temperature 1, so neither the temperature nor the "
+        "mask is the cause: check which scores you read each token's log-probability from. For one "
+        "completion token, what had the model read when it produced the scores you use, and which token "
+        "were they a guess for?")
 
 
 def completion_logprobs(logits, input_ids, completion_mask, temperature):
