@@ -115,5 +115,5 @@ def test_the_trainers_side_by_side_read_each_part_from_its_own_clock():
 
 def test_the_learning_split_gives_each_part_its_share_of_the_step():
     rec = {"median_step_s": 8.0, "median_s": {"sample": 2.0, "loss forward": 1.0, "backward": 4.0}}
-    assert runs.learning_split(rec) == [["sample", 2.0, 0.25], ["loss forward", 1.0, 0.125],
+    assert runs.learning_split(rec) == [["sampling", 2.0, 0.25], ["loss forwards (with gradient)", 1.0, 0.125],
                                         ["backward", 4.0, 0.5], ["step (median)", 8.0, 1.0]]

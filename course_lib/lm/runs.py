@@ -109,10 +109,18 @@ def step_times(trl_record: dict) -> dict:
             "load": (min(loads), max(loads))}
 
 
+# benchmarks/real_lm_step.py's parts of a step, as a reader reads them
+STEP_PARTS = {"sample": "sampling", "targets": "advantages; pi_old read from the loss forward",
+              "loss forward": "loss forwards (with gradient)", "backward": "backward", "optimizer": "AdamW step",
+              "other": "the rest"}
+
+
 def learning_split(step_record: dict) -> list[list]:
-    """``benchmarks/real_lm_step.py``'s record as rows (part, median seconds, share of the median step)."""
+    """``benchmarks/real_lm_step.py``'s record as rows (part, median seconds, share of the median step), each
+    part named as ``STEP_PARTS`` reads it."""
     step = step_record["median_step_s"]
-    return [[part, s, s / step] for part, s in step_record["median_s"].items()] + [["step (median)", step, 1.0]]
+    return ([[STEP_PARTS.get(part, part), s, s / step] for part, s in step_record["median_s"].items()]
+            + [["step (median)", step, 1.0]])
 
 
 def differing_first_rows(live_rows: list[dict], stored_rows: list[dict], keys: tuple[str, ...],
