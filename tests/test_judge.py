@@ -322,7 +322,7 @@ def test_a_failing_test_names_the_hint_ladder_and_hint_says_more_than_test_did(w
     assert "one row per prompt" not in tested
 
 
-def test_hint_on_a_named_file_and_a_missing_one(tmp_path, capsys):
+def test_hint_on_a_named_file_and_a_missing_one(ws, tmp_path, capsys):
     bad = write(tmp_path, "bad.py", """
         import torch
         def group_advantages(rewards, group_size, scale=True, eps=1e-6):

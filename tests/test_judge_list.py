@@ -76,6 +76,8 @@ def test_start_prints_the_task_without_raw_latex(ex_id, course, capsys):
     prose = re.sub(r"```.*?```", "", out, flags=re.S)                  # code blocks stay as they are
     assert "$" not in prose and "\\" not in prose, prose
     assert f"typeset in exercises/{ex_id}/README.md" in out or "README.md" in out
+    # where the reference is, and that reading it ends the exercise (the file browser does not list it)
+    assert f"`python judge.py solution {ex_id.split('_')[0]}` prints it" in " ".join(out.split())
     # every command and brace group of the README's formulas is one the converter knows, so nothing
     # is printed as a command's bare name ("frac{binomn-ck}{binomnk}")
     for f in (EXERCISES[ex_id].readme, EXERCISES[ex_id].hints):

@@ -97,7 +97,9 @@ def cmd_start(args):
     text = (f"{markdown_to_terminal(task).rstrip()}\n\n"
             f"(Formulas in plain text here; typeset in {report.rel(ex.readme)}: in JupyterLab's file "
             f"browser, right-click it, Open With, Markdown Preview.)\n\n{note}\nThen run `python judge.py test {short}` "
-            f"(or `python judge.py watch {short}` to re-grade on every save).")
+            f"(or `python judge.py watch {short}` to re-grade on every save).\n\nThe reference solution "
+            f"({report.rel(ex.solution)}; Lab's file browser does not list it) ends the exercise: "
+            f"`python judge.py solution {short}` prints it, once yours passes.")
     return 0, {"exercise": ex.id, "file": str(dest), "created": created, "task": task}, text
 
 
