@@ -100,3 +100,15 @@ def test_the_venv_holds_exactly_the_lock_make_installed():
 def direct_peers() -> list[str]:
     text = (ROOT / "tests/peers-requirements.txt").read_text()
     return re.findall(r"^([A-Za-z0-9_.-]+)==", text, re.M)
+
+
+SHARED_WITH_PEERS = ("torch", "transformers", "accelerate", "tokenizers", "huggingface-hub", "safetensors")
+
+
+def test_the_peers_venv_pins_the_courses_versions_of_what_both_trainers_run_on():
+    """benchmarks/trl_real.py times TRL's trainer beside the course's in the peers venv; the chapters' runs were
+    made in the course's venv: the model stack they share is pinned to the same versions in both."""
+    course = read_lock(ROOT / "lock/cpu.txt")
+    peers = read_lock(ROOT / "tests/peers-requirements.txt")
+    public = lambda v: v and v.public                 # noqa: E731  (2.13.0+cpu is the build of 2.13.0)
+    assert {n: (course[n], peers.get(n)) for n in SHARED_WITH_PEERS if public(peers.get(n)) != public(course[n])} == {}

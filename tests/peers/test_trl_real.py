@@ -321,3 +321,16 @@ def test_trls_own_learning_curve_on_chapter_13s_run_is_stored(chat):
     early = sum(r["reward"] for r in rows[:10]) / 10
     late = sum(r["reward"] for r in rows[-10:]) / 10
     assert late > early, (early, late)
+
+
+def test_the_timing_runs_the_two_trainers_a_step_each_in_turn(chat):
+    """benchmarks/trl_real.py's timing, at a tiny size: a course step, then a TRL step, and so on (each hands
+    over after its step: the course after each of its steps, TRL at the start of its next one), each step timed
+    on its own work."""
+    cfg = trl_real.bench_config(steps=3, prompts=2, samples=2, tokens=4, threads=1)
+    runs, load = trl_real.interleaved(cfg)
+    assert [who for who, _ in load] == ["course", "TRL", "course", "TRL", "course"]
+    for run in runs.values():
+        assert len(run["step_s"]) == 3 and all(t > 0 for t in run["step_s"])
+        assert run["threads"] == 1
+    assert len(trl_real.pair_ratios(runs)) == 1         # step 2: timed by both
