@@ -78,3 +78,15 @@ def test_no_cell_has_an_invalid_escape():
                         ast.parse(code)
                     except (SyntaxError, DeprecationWarning, SyntaxWarning) as err:
                         raise AssertionError(f"{p.stem} cell {i}: {err}") from None
+
+
+def test_a_cell_whose_input_the_page_removes_is_collapsed_in_lab_too():
+    """A verdict cell shows its rendered text only: tagged remove-input for the static pages, and its source
+    collapsed (jupyter.source_hidden) for a reader in JupyterLab, who would otherwise read it twice."""
+    mismatched = []
+    for path in NOTEBOOKS:
+        for i, c in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            md = c.get("metadata", {})
+            if ("remove-input" in md.get("tags", [])) != bool(md.get("jupyter", {}).get("source_hidden")):
+                mismatched.append(f"{path.stem} cell {i}")
+    assert not mismatched, mismatched
