@@ -96,14 +96,20 @@ def small(x: float, spec: str = ".1e", below: float = ROUNDING) -> str:
     return f"< {below:.0e}".replace("e-0", "e-") if abs(x) < below else format(x, spec)
 
 
-def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[str] | None = None) -> str:
+def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[str] | None = None,
+          align: str | None = None) -> str:
     """Format rows as an aligned plain-text table; ``formats`` are format specs per column. A spec
-    that starts with "~" (e.g. "~+.2e") prints rounding noise as "< 1e-12" (``small``)."""
+    that starts with "~" (e.g. "~+.2e") prints rounding noise as "< 1e-12" (``small``). ``align``: one
+    character per column, "<" left or ">" right (the default for every column: numbers line up)."""
     formats = list(formats) if formats is not None else ["" for _ in headers]
+    align = align or ">" * len(headers)
+    if len(align) != len(headers) or set(align) - set("<>"):
+        raise ValueError(f"align must give '<' or '>' for each of the {len(headers)} columns, got {align!r}")
     cells = [[small(v, f[1:]) if f.startswith("~") else format(v, f) for v, f in zip(row, formats)]
              for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = lambda items: "  ".join(s.rjust(w) for s, w in zip(items, widths))   # noqa: E731
+    line = lambda items: "  ".join(s.ljust(w) if a == "<" else s.rjust(w)   # noqa: E731
+                                   for s, w, a in zip(items, widths, align))
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 

@@ -38,3 +38,13 @@ def test_rounding_noise_prints_as_a_bound_and_real_values_as_they_are():
     assert small(-2.5e-2, "+.2e") == "-2.50e-02" and small(1e-12, ".0e") == "1e-12"
     lines = table([[1, -2.9e-17], [2, 0.018]], ["seed", "loss"], ["d", "~+.1e"]).splitlines()
     assert lines[2].split() == ["1", "<", "1e-12"] and lines[3].split() == ["2", "+1.8e-02"]
+
+
+def test_a_table_aligns_each_column_as_asked_and_numbers_right_by_default():
+    table = display.table
+    rows = [["batch", 8], ["learning rate", 0.00002]]
+    assert table(rows, ["knob", "value"]).splitlines()[2:] == ["        batch      8", "learning rate  2e-05"]
+    assert table(rows, ["knob", "value"], align="<>").splitlines()[2:] == ["batch              8",
+                                                                         "learning rate  2e-05"]
+    with pytest.raises(ValueError, match="'<' or '>' for each of the 2 columns"):
+        table(rows, ["knob", "value"], align="<")
