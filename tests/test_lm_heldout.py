@@ -117,3 +117,10 @@ def test_the_interleaved_timing_is_summed_up_with_its_ranges():
     assert t["ratio"] == 1.5 and t["pair_ratios"] == (1.25, 1.75, 3) and t["load"] == (1.5, 2.25) and t["overlap"]
     rec["runs"]["TRL"]["summary"]["step_s_range"] = [26.0, 33.0]
     assert not runs.step_times(rec)["overlap"]
+
+
+def test_a_curve_that_falls_and_grows_back_is_read_from_its_trailing_means():
+    steps = list(range(1, 9))
+    values = [30.0, 20.0, 10.0, 10.0, 10.0, 20.0, 30.0, 30.0]
+    assert runs.low_and_last(steps, values, width=2) == (4, 10.0, 30.0)
+    assert runs.low_and_last(steps, values[:5], width=2)[1:] == (10.0, 10.0)      # no growth: the last is the low

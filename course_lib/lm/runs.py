@@ -313,6 +313,14 @@ def trl_beside_course(trl_record: dict, runs: dict[int, dict], keys: tuple[str, 
     return rows
 
 
+def low_and_last(steps: list[int], values: list[float], width: int = 5) -> tuple[int, float, float]:
+    """Where a curve's ``width``-step trailing mean was lowest (the step, the mean) and that mean at the last step:
+    a reply length that fell and grew back shows a last mean well above its low."""
+    means = [mean(values[max(0, i - width + 1): i + 1]) for i in range(len(values))]
+    low = min(range(len(means)), key=means.__getitem__)
+    return steps[low], means[low], means[-1]
+
+
 def grad_clip_share(run: dict) -> float:
     """The share of a run's RL steps whose gradient norm exceeded ``grad_clip`` (the clip scaled them down)."""
     clip = run["config"]["grad_clip"]

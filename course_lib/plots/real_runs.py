@@ -23,14 +23,15 @@ def seed_marker(i: int) -> str:
     return SEED_MARKERS[i % len(SEED_MARKERS)]
 
 
-def _seed_legend(ax, seeds, *, marker: bool = False, **kw) -> None:
-    """A legend of the arms' colours (the lines labelled so far) followed by one black entry per seed."""
+def _seed_legend(ax, seeds, *, marker: bool = False, where=None, **kw) -> None:
+    """A legend of the arms' colours (``ax``'s lines labelled so far) followed by one black entry per seed, on
+    ``where`` (``ax`` by default; a figure's legend stays out of tight_layout's room for the panels)."""
     handles, labels = ax.get_legend_handles_labels()
     for i, seed in enumerate(seeds):
         handles.append(plt.Line2D([], [], color="black", lw=1.2, ls="none" if marker else seed_style(i),
                                   marker=seed_marker(i) if marker else None))
         labels.append(f"seed {seed}")
-    ax.legend(handles, labels, **kw)
+    (where or ax).legend(handles, labels, **kw)
 
 
 # (metric, panel title)
@@ -77,11 +78,12 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
     seeds = sorted({s for runs in arms.values() for s in runs})
-    _seed_legend(axes.flat[0], seeds, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0),
-                 bbox_transform=fig.transFigure, ncol=len(arms) + len(seeds), frameon=False)
+    h = fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / h))       # room on top (inches) for the title and the legend
     fig.suptitle("GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: 5-step mean)",
-                 fontsize=10, y=0.965)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+                 fontsize=10, y=1.0)
+    _seed_legend(axes.flat[0], seeds, where=fig, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
+                 ncol=len(arms) + len(seeds), frameon=False)
     return fig
 
 
@@ -171,8 +173,9 @@ def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
         light_grid(ax)
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
-    axes.flat[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0), bbox_transform=fig.transFigure,
-                        ncol=len(runs) + 1, frameon=False)
-    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10, y=0.965)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))     # room on top for the title and legend
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / fig.get_figheight()),
+               ncol=len(runs) + 1, frameon=False)
+    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10, y=1.0)
     return fig
