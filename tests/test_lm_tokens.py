@@ -181,11 +181,22 @@ def test_the_stored_runs_hold_three_seeds_of_the_chapter_size_with_their_machine
     data = json.loads((ROOT / "notebooks/data/real_lm_tokens.json").read_text())
     assert sorted(data["seeds"], key=int)[:3] == ["0", "1", "2"]
     assert data["meta"]["model"]["parameters"] == 134_515_008 and data["meta"]["environment"]["cpu"]
+    lrs = {f"{lr:g}" for lr in tokens.LRS}
+    B = tokens.SIZE["n_prompts"] * tokens.SIZE["group_size"]
     for s in data["seeds"].values():
         assert s["size"] == tokens.SIZE and s["wall_s"] > 0
-        assert set(s["step"]) == {f"{lr:g}" for lr in tokens.LRS}
+        assert set(s["step"]) == set(s["step_held_back"]) == lrs
+        for step in (*s["step"].values(), *s["step_held_back"].values()):     # one base, with its n
+            assert 0 < step["n_live_tokens"] <= step["n_tokens"] and 0 < step["n_live_replies"] <= B
+            assert step["clip_frac_0.2"] <= step["clip_frac_0.2_live"] <= 1
+            assert step["gspo_seq_clipped"] <= step["n_live_replies"]
         fresh = s["kl"]["fresh"]
         assert fresh["exact_tok"] > 0 and all(fresh[k]["se_tok"] > 0 for k in ("k1", "k2", "k3"))
+        assert {"k3+", "k3 x ratio"} <= set(s["kl"]["gradients"])
+        assert s["precision"]["bf16 re-forward vs fp32"]["n_seqs"] == tokens.PRECISION_ROWS
+        sampled = s["entropy_sampled"]
+        assert set(sampled) == set(s["entropy"]) and all(e["n_replies"] == B and e["n_tokens"] > 0
+                                                         for e in sampled.values())
 
 
 def test_the_token_panel_colours_the_chosen_reply_by_the_chosen_quantity():

@@ -67,6 +67,8 @@ def test_the_clip_plot_names_its_base_and_each_clip_once():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert len(labels) == len(set(labels)) == 3 and any("GSPO" in x for x in labels)
     assert [round(y, 6) for y in left.lines[2].get_ydata()] == [100.0, 100.0]       # GSPO, in percent
+    width, _ = fig.get_size_inches() * fig.dpi
+    assert width <= 880                     # the notebook column at 1366 px with the file browser open
     plt.close(fig)
 
 

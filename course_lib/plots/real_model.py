@@ -117,7 +117,7 @@ def clip_by_lr_plot(steps: dict[str, dict], held_back: dict[str, dict] | None = 
     panels = {"on the tokens the step trained on": steps}
     if held_back is not None:
         panels["on the held-back half (stepped on the other)"] = held_back
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.6), sharey=True, squeeze=False)
     for ax, (title, by_lr) in zip(axes[0], panels.items()):
         lrs = list(by_lr)
         for key, label, colour, style in CLIP_SERIES:
