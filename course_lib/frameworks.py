@@ -247,7 +247,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("KL in the loss and its estimator", "04_kl_estimators",
          verl=(S("actor.use_kl_loss", "False"), S("actor.kl_loss_coef", "0.001"),
                S("actor.kl_loss_type", "'low_var_kl'", "`kl`/`k1`, `mse`/`k2`, `low_var_kl`/`k3`")),
-         trl=(S("beta", "0.0", "always k3"),),
+         trl=(S("beta", "0.0", "always k3"),
+              S("use_bias_correction_kl", "True", "k3 x pi/pi_old: the reverse KL's gradient; False: k3's own")),
          openrlhf=(S("--algo.kl.use_loss", "False"), S("--algo.kl.estimator", "'k1'")),
          note="verl clamps the k3 value to [-10, 10] (gradient 0 beyond); TRL does not clamp. "
               "OpenRLHF's default k1 is meant for the reward: as a loss its expected gradient is 0."),
@@ -810,6 +811,8 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
         out += [("reward_weights", [1.0, cfg.format_weight], "reward_funcs=[correctness, format check]")]
     if cfg.kl_coef > 0:
         out.append(("beta", cfg.kl_coef, "always k3"))
+        out.append(("use_bias_correction_kl", False,
+                    "TRL's default True multiplies k3 by the ratio (the reverse KL's gradient); the toy's k3 has k3's own"))
         if cfg.kl_estimator != "k3":
             out.append(("# KL estimator", None, f"TRL's GRPO has only k3; the toy used {cfg.kl_estimator}"))
     if cfg.dynamic_sampling:

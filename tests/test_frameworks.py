@@ -271,6 +271,7 @@ def test_sizes_and_optimiser_settings_carry_over():
     assert (t["num_generations"], t["generation_batch_size"], t["per_device_train_batch_size"]) == (16, 512, 128)
     assert t["gradient_accumulation_steps"] == 1 and "steps_per_generation" not in t   # TRL derives it: 4
     assert (t["num_iterations"], t["learning_rate"], t["temperature"], t["beta"]) == (2, 3e-4, 0.7, 0.01)
+    assert t["use_bias_correction_kl"] is False          # TRL's default multiplies k3 by the ratio
     notes = " ".join(n for k, _, n in fw.to_trl(cfg) if k.startswith("#"))
     assert "only k3" in notes
     o = openrlhf(cfg)
