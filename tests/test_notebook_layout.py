@@ -13,12 +13,14 @@ import pytest
 
 from course_lib import lm, plots
 from course_lib.display import source_lines
-from course_lib.lm import tokens
+from course_lib.lm import tokens, trl_recipe
+from course_lib.lm.policy import ChatPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 100                       # characters of the code font in the notebook column at 1366 px
-FITTED = ("12_real_model_tokens",)
-SHOWN = {"tokens": tokens, "lm": lm, "plots": plots}     # the names chapters call show_source on
+FITTED = ("12_real_model_tokens", "13_grpo_on_a_real_model")
+# the names chapters call show_source on
+SHOWN = {"tokens": tokens, "lm": lm, "plots": plots, "trl_recipe": trl_recipe, "ChatPolicy": ChatPolicy}
 
 
 def _cells(stem: str) -> list[dict]:

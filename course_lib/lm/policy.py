@@ -40,15 +40,18 @@ class ChatPolicy(Policy):
         return build_policy(dtype, device)
 
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:
-        """The learner's forward: ``prompts`` ``[B, Lp]`` (left-padded) and ``continuation`` ``[B, T - 1]`` (the
-        responses without their last token) -> float32 logits ``[B, T, V]``, position t predicting response
-        token t. Every row is scored over all T positions; those after its end are padding the loss masks."""
+        """The learner's forward: ``prompts`` ``[B, Lp]`` (left-padded) and ``continuation``
+        ``[B, T - 1]`` (the responses without their last token) -> float32 logits ``[B, T, V]``,
+        position t predicting response token t. Every row is scored over all T positions; those
+        after its end are padding the loss masks."""
         if cache is not None or continuation is None:
-            raise ValueError("ChatPolicy's forward scores responses: call it as policy(prompts, continuation=...)")
+            raise ValueError("ChatPolicy's forward scores responses: call it as "
+                             "policy(prompts, continuation=...)")
         B, T = continuation.shape[0], continuation.shape[1] + 1
         response = torch.cat([continuation, continuation.new_full((B, 1), self.pad_id)], dim=1)
         lengths = torch.full((B,), T, dtype=torch.long)
-        return self.chat.shared_prompt_logits(lm.prompt_rows(prompts), response.to(self.chat.device), lengths)
+        rows = lm.prompt_rows(prompts)
+        return self.chat.shared_prompt_logits(rows, response.to(self.chat.device), lengths)
 
     @torch.no_grad()
     def rollout(self, prompts: Tensor, max_new_tokens: int, *, temperature: float = 1.0, greedy: bool = False,

@@ -9,15 +9,17 @@ from . import task
 
 
 def chat_prompt(question: str) -> list[dict]:
-    """One question as the conversation TRL renders with the model's chat template (``lm.chat_ids``'s turns)."""
+    """One question as the conversation TRL renders with the model's chat template
+    (``lm.chat_ids``'s turns)."""
     return [{"role": "system", "content": task.SYSTEM}, {"role": "user", "content": question}]
 
 
 def dataset(questions: task.Questions):
-    """The questions as a ``datasets.Dataset``: a conversational "prompt" and the "answer" the rewards read
-    (TRL hands every dataset column to each reward function as a keyword)."""
+    """The questions as a ``datasets.Dataset``: a conversational "prompt" and the "answer" the
+    rewards read (TRL hands every dataset column to each reward function as a keyword)."""
     from datasets import Dataset
-    return Dataset.from_dict({"prompt": [chat_prompt(t) for t in questions.texts], "answer": questions.answers})
+    return Dataset.from_dict({"prompt": [chat_prompt(t) for t in questions.texts],
+                              "answer": questions.answers})
 
 
 def exact_reward(completions, answer, **_) -> list[float]:
@@ -31,6 +33,6 @@ def format_reward(completions, **_) -> list[float]:
 
 
 def reward_funcs(cfg) -> list:
-    """The reward functions in the order of ``to_trl``'s ``reward_weights``: [exact, format] (format only when the
-    config weighs it)."""
+    """The reward functions in the order of ``to_trl``'s ``reward_weights``: [exact, format]
+    (format only when the config weighs it)."""
     return [exact_reward, format_reward] if cfg.format_weight else [exact_reward]
