@@ -56,13 +56,17 @@ def prepared_batch(cfg) -> Batch:
     return Batch(prompts, responses, mask, torch.zeros(mask.shape), rewards, EOS, PAD)
 
 
-def course_first_step(cfg, state, batch, adv=None, bug=None):
+def course_first_step(cfg, state, batch, adv=None, bug=None, ref_state=None):
     """The toy trainer's first step on the batch: (loss, {GPT-2 name: gradient}, advantages). ``adv``:
-    advantages to use instead of the course's own."""
+    advantages to use instead of the course's own; ``ref_state``: pi_ref's weights (default: the policy's)."""
     setup = loss_setup(cfg)
     model = build_model(cfg)
     model.load_state_dict(state)
-    tg, _ = targets(cfg, setup, model, model, batch)
+    ref = model
+    if ref_state is not None:
+        ref = build_model(cfg)
+        ref.load_state_dict(ref_state)
+    tg, _ = targets(cfg, setup, model, ref, batch)
     tg.adv = advantages.group_advantages(batch.rewards, G, scale=setup.std_scaling, eps=1e-4)   # TRL's eps
     if adv is not None:
         tg.adv = adv
@@ -79,9 +83,18 @@ def course_first_step(cfg, state, batch, adv=None, bug=None):
     return float(loss.detach()), trl_toy.tiny_to_gpt2(grads, cfg), tg.adv
 
 
-def trl_first_step(cfg, state, batch, tmp_path):
-    """TRL's GRPOTrainer on the same batch: (loss, {name: gradient}, advantages)."""
-    trainer = trl_toy.trl_trainer(cfg, state, 1, str(tmp_path))
+def trl_first_step(cfg, state, batch, tmp_path, ref_state=None, **args):
+    """TRL's GRPOTrainer on the same batch: (loss, {name: gradient}, advantages). ``ref_state``: with a KL
+    term, the weights of the reference TRL builds (it would load the policy's from the model's path, which
+    the in-memory GPT-2 has not); ``args``: GRPOConfig fields set after the translation's."""
+    import trl.trainer.grpo_trainer as grpo_trainer
+    with pytest.MonkeyPatch.context() as mp:
+        if ref_state is not None:
+            mp.setattr(grpo_trainer, "create_model_from_path",
+                       lambda *a, **k: trl_toy.to_gpt2(ref_state, cfg))
+        trainer = trl_toy.trl_trainer(cfg, state, 1, str(tmp_path))
+    for name, value in args.items():
+        setattr(trainer.args, name, value)
     responses = [[int(t) for t in row if t != PAD] for row in batch.responses]
     trainer._generate_single_turn = lambda prompt_ids, *a, **k: (responses, None)   # the prepared batch
     trainer.current_gradient_accumulation_steps = 1
@@ -138,6 +151,31 @@ def test_a_planted_bug_breaks_the_agreement(bug, state, tmp_path):
     t_loss, t_grad, t_adv = trl_first_step(cfg, state, batch, tmp_path)
     c_loss, c_grad, _ = course_first_step(cfg, state, batch, adv=t_adv, bug=bug)
     assert grad_gap(c_grad, t_grad) > 100 * GRAD_TOL * max(float(g.abs().max()) for g in t_grad.values())
+
+
+KL_CFG = replace(BASE, kl_coef=0.5)        # large enough that the KL term moves the gradient
+
+
+def test_trls_kl_term_is_the_toys_k3_under_the_translation(state, tmp_path):
+    """With a KL term, to_trl's GRPOConfig (``beta``, ``use_bias_correction_kl=False``) gives TRL's loss the
+    toy's k3 penalty: against a reference that differs from the policy, TRL's first step is the course's to
+    float32 rounding. TRL's own default (``use_bias_correction_kl=True``: k3 times the ratio, whose gradient
+    is the reverse KL's) gives another gradient."""
+    batch = prepared_batch(KL_CFG)
+    g = torch.Generator().manual_seed(11)
+    ref_state = {k: v + 0.1 * v.std() * torch.randn(v.shape, generator=g) if v.is_floating_point() and v.numel() > 1
+                 else v for k, v in state.items()}
+    t_loss, t_grad, t_adv = trl_first_step(KL_CFG, state, batch, tmp_path / "translated", ref_state)
+    assert trl_toy.trl_settings(KL_CFG, 1, 0, "unused")["use_bias_correction_kl"] is False
+    c_loss, c_grad, _ = course_first_step(KL_CFG, state, batch, adv=t_adv, ref_state=ref_state)
+    n_loss, n_grad, _ = course_first_step(KL_CFG, state, batch, adv=t_adv)      # pi_ref = the policy: no KL
+    scale = max(float(x.abs().max()) for x in t_grad.values())
+    assert grad_gap(n_grad, t_grad) > 100 * GRAD_TOL * scale             # the KL term moves the gradient
+    assert abs(c_loss - t_loss) < TOL and grad_gap(c_grad, t_grad) < GRAD_TOL * scale
+    d_loss, d_grad, _ = trl_first_step(KL_CFG, state, batch, tmp_path / "default", ref_state,
+                                       use_bias_correction_kl=True)
+    assert abs(d_loss - t_loss) < TOL                                    # the ratio is 1 in value ...
+    assert grad_gap(d_grad, t_grad) > 100 * GRAD_TOL * scale             # ... not in gradient
 
 
 def test_record(state):
