@@ -203,7 +203,12 @@ def test_the_general_hints_lead_to_the_mistake_not_to_the_line(ex_id):
 # Exercises whose known-mistake hints, which `test` prints on the first run, say what to check and never
 # the fix: the reader still finds the line (the general ladder, `hint`, goes further, and so does
 # `solution` at the end).
-MISTAKES_WITHOUT_THE_FIX = ("ex18_chat_logprobs",)
+MISTAKES_WITHOUT_THE_FIX = ("ex01_group_advantages", "ex02_rloo", "ex03_aggregation",
+                            "ex04_kl_estimators", "ex05_ppo_clip", "ex06_gspo", "ex07_cispo",
+                            "ex08_sapo", "ex09_tis_mis", "ex10_gae", "ex11_overlong_penalty",
+                            "ex12_adaptive_kl", "ex13_diagnose_runs", "ex14_dppo_trust_region",
+                            "ex15_reinforce_pp", "ex16_split_token_mean", "ex17_pass_at_k",
+                            "ex18_chat_logprobs")
 FORMULA = re.compile(r"\b\w+ [-+*/] \w+\b")             # arithmetic on the task's symbols: L - C + t, logits / T
 CALL = re.compile(r"\b\w+\([^)]*\)")                    # softmax(...), .item()
 ORDER = re.compile(r"(^|[.:;!]\s+)(use|apply|divide|multiply|subtract|add|shift|set|replace|compute|"

@@ -1,8 +1,9 @@
 """Known-wrong: mean and std over the whole batch instead of per group."""
 import torch
 
-HINT = ("Your advantages are right when the batch holds a single group but wrong with several: "
-        "each response must be compared only with the other responses to the same prompt.")
+HINT = ("Your advantages are right when the batch holds a single group but wrong with several. Check which "
+        "responses your mean and std are taken over: which other responses should a response be compared "
+        "with?")
 
 
 def group_advantages(rewards, group_size, scale=True, eps=1e-6):

@@ -2,7 +2,8 @@
 import torch
 
 HINT = ("With scale=False your advantages are still rescaled. Dr. GRPO keeps only one of the two "
-        "normalisation steps of GRPO.")
+        "normalisation steps of GRPO: check which of your steps still runs when scale is False, and which one "
+        "Dr. GRPO leaves out.")
 
 
 def group_advantages(rewards, group_size, scale=True, eps=1e-6):

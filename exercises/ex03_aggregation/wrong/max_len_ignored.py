@@ -1,8 +1,9 @@
 """Known-wrong: seq-mean-token-sum-norm always divides by T, ignoring max_len."""
 import torch
 
-HINT = ("In seq-mean-token-sum-norm your result is right when max_len is None but wrong when it is "
-        "given: the constant should be the generation budget when the caller provides one.")
+HINT = ("In seq-mean-token-sum-norm your result is right when max_len is None but wrong when it is given. "
+        "Check where your constant comes from in each case: what should it be when the caller provides a "
+        "generation budget?")
 
 
 def aggregate(loss_tok, mask, mode, max_len=None):

@@ -1,8 +1,8 @@
 """Known-wrong: padding removed by multiplying with the mask (NaN * 0 = NaN leaks)."""
 import torch
 
-HINT = ("A NaN in a padding position leaks into your result. Multiplying by a 0/1 mask does not "
-        "remove it (NaN times 0 is NaN): select the valid entries instead.")
+HINT = ("A NaN in a padding position leaks into your result. Check how your code takes the padding out: what "
+        "is NaN times 0, and does your way of removing an entry remove a NaN too?")
 
 
 def aggregate(loss_tok, mask, mode, max_len=None):

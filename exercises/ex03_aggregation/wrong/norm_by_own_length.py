@@ -1,8 +1,9 @@
 """Known-wrong: seq-mean-token-sum-norm divides each row by its own length."""
 import torch
 
-HINT = ("In seq-mean-token-sum-norm your normaliser varies from one response to the next. The point "
-        "of Dr. GRPO's mode is a single constant for every response, whatever its length.")
+HINT = ("In seq-mean-token-sum-norm your normaliser varies from one response to the next. Check what your "
+        "normaliser depends on: the point of Dr. GRPO's mode is a single constant for every response, "
+        "whatever its length.")
 
 
 def aggregate(loss_tok, mask, mode, max_len=None):

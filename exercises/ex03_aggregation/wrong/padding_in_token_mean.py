@@ -1,8 +1,8 @@
 """Known-wrong: token-mean averages over every position, padding included."""
 import torch
 
-HINT = ("Your token-mean is too small in magnitude whenever there is padding: the denominator "
-        "should count only the tokens that the mask marks as valid.")
+HINT = ("Your token-mean is too small in magnitude whenever there is padding. Check what your denominator "
+        "counts: which tokens does the mask mark as valid?")
 
 
 def aggregate(loss_tok, mask, mode, max_len=None):

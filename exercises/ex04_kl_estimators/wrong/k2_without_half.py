@@ -1,7 +1,8 @@
 """Known-wrong: k2 without the 1/2."""
 import torch
 
-HINT = "Your k2 is exactly twice the expected value everywhere: did you forget the 1/2?"
+HINT = ("Your k2 is exactly twice the expected value everywhere. Check the constant factor of your formula "
+        "against the task's definition of k2: which factor is missing?")
 
 
 def kl_k1(logp, ref_logp):

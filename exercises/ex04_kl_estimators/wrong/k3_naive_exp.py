@@ -2,8 +2,9 @@
 import torch
 
 HINT = ("For log-ratios close to 0 your k3 comes out slightly negative, which no KL estimate should: "
-        "subtracting two nearly equal float32 numbers loses the digits that matter. torch has a "
-        "function that computes e^x - 1 accurately for small x.")
+        "subtracting two nearly equal float32 numbers loses the digits that matter. Check where your formula "
+        "forms a number close to 1 and then subtracts 1 from it: could that difference be computed without "
+        "forming the number first?")
 
 
 def kl_k1(logp, ref_logp):

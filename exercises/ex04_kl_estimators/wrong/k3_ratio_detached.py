@@ -1,9 +1,9 @@
 """Known-wrong: k3 with the ratio r detached (right values, wrong gradient)."""
 import torch
 
-HINT = ("Your k3 values are right but its gradient with respect to logp is not: part of the "
-        "expression is cut off from autograd (a .detach(), .item(), or a no_grad block). As a loss "
-        "term, every occurrence of logp must carry its gradient.")
+HINT = ("Your k3 values are right but its gradient with respect to logp is not: part of the expression is cut "
+        "off from autograd. Check every place where logp enters your k3: does each one still carry its "
+        "gradient, as a loss term must?")
 
 
 def kl_k1(logp, ref_logp):

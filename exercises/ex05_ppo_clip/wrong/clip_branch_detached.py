@@ -1,9 +1,9 @@
 """Known-wrong: the clipped term is detached (right values, half the gradient inside the range)."""
 import torch
 
-HINT = ("Your loss values are right but tokens inside the clip range get only half the expected "
-        "gradient. Where the two candidate terms are equal, autograd shares the gradient between "
-        "them; cutting one of them off from autograd (.detach()) throws that share away.")
+HINT = ("Your loss values are right but tokens inside the clip range get only half the expected gradient. "
+        "Where the two candidate terms are equal, autograd shares the gradient between them: check whether "
+        "both of your terms are still connected to the graph.")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

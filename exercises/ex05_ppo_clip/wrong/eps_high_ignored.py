@@ -1,8 +1,8 @@
 """Known-wrong: one eps for both sides (eps_high ignored)."""
 import torch
 
-HINT = ("Your clip range ignores eps_high: the lower and upper bounds of the range are set "
-        "separately (DAPO's Clip-Higher widens only the upper one).")
+HINT = ("Your clip range ignores eps_high. Check where each bound of your range comes from: which parameter "
+        "sets the upper one? DAPO's Clip-Higher widens only that one.")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

@@ -1,10 +1,9 @@
 """Known-wrong: the optimistic max of the two terms instead of PPO's pessimistic min."""
 import torch
 
-HINT = ("Per token you keep the more favourable of the two candidate terms (a max of the objective, "
-        "or a min of the loss) where PPO keeps the worse one (min of the objective, max of the "
-        "loss). Both terms are there, only the choice between them is flipped: with it, a token is "
-        "rewarded for moving further outside the clip range instead of being stopped there.")
+HINT = ("Both candidate terms are there, but per token you keep a different one from PPO's. Check the choice "
+        "between them: which one does PPO's pessimistic objective keep, and with yours, is a token stopped at "
+        "the edge of the clip range or rewarded for moving further outside it?")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

@@ -1,8 +1,8 @@
 """Known-wrong: only the clipped term (no pessimistic min)."""
 import torch
 
-HINT = ("Your loss keeps only the clipped term. PPO's objective is pessimistic: per token it takes "
-        "the worse of two candidates, so a token can be clipped on one side but never rewarded for "
+HINT = ("Your loss keeps only the clipped term. Check how many candidate terms your loss compares per token: "
+        "PPO's objective is pessimistic, so that a token can be clipped on one side but never rewarded for "
         "going further on the other.")
 
 

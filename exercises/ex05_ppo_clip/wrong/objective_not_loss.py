@@ -1,8 +1,8 @@
 """Known-wrong: returns the objective J (to maximise) instead of the loss -J."""
 import torch
 
-HINT = ("Your result has the right size but the opposite sign: the paper's objective is maximised, "
-        "a *_loss function returns what an optimiser minimises.")
+HINT = ("Your result has the right size but the opposite sign. Check what the paper's formula is and what a "
+        "function named *_loss returns: which of the two does an optimiser minimise?")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

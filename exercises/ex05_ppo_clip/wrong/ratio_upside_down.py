@@ -1,8 +1,9 @@
 """Known-wrong: r = pi_old / pi_theta."""
 import torch
 
-HINT = ("Your importance ratio is upside down. It measures how much more likely a token has become "
-        "under the policy being trained than under the policy that sampled it.")
+HINT = ("Your importance ratio is upside down. Check which policy is on top of yours: the ratio measures how "
+        "much more likely a token has become under the policy being trained than under the policy that "
+        "sampled it.")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

@@ -1,9 +1,9 @@
 """Known-wrong: seq-mean-token-mean instead of token-mean."""
 import torch
 
-HINT = ("Your loss is right when all responses have the same length but not otherwise: you average "
-        "within each response first. This loss is a mean over all valid tokens of the batch, "
-        "each token weighing the same.")
+HINT = ("Your loss is right when all responses have the same length but not otherwise. Check the order of "
+        "your averages: in this loss, does a token of a long response weigh the same as a token of a short "
+        "one?")
 
 
 def ppo_clip_loss(logp, old_logp, adv, mask, eps_low=0.2, eps_high=0.2):

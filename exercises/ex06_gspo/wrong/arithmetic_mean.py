@@ -1,9 +1,9 @@
 """Known-wrong: the arithmetic mean of the token ratios instead of the geometric mean."""
 import torch
 
-HINT = ("Your sequence ratio averages the token ratios themselves. GSPO's ratio is the "
-        "length-normalised ratio of the sequence probabilities, which is an average taken in log "
-        "space; the two differ when the token ratios are spread out.")
+HINT = ("Your sequence ratio averages the token ratios themselves. GSPO's ratio is the length-normalised "
+        "ratio of the sequence probabilities: check in which space your average is taken. The two differ when "
+        "the token ratios are spread out.")
 
 
 def gspo_loss(logp, old_logp, adv, mask, eps_low=3e-4, eps_high=4e-4):

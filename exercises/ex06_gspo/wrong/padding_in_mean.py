@@ -1,8 +1,8 @@
 """Known-wrong: the mean log-ratio divides by T, counting padding."""
 import torch
 
-HINT = ("Your sequence ratio is pulled towards 1 for short responses: the average of the log-ratio "
-        "must run over the valid tokens of the response only, not over the padded length.")
+HINT = ("Your sequence ratio is pulled towards 1 for short responses. Check which positions your average of "
+        "the log-ratio runs over: does it count the padding after a response?")
 
 
 def gspo_loss(logp, old_logp, adv, mask, eps_low=3e-4, eps_high=4e-4):

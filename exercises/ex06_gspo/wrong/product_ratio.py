@@ -1,8 +1,8 @@
 """Known-wrong: the product of the token ratios (sum of log-ratios), not the geometric mean."""
 import torch
 
-HINT = ("Your sequence ratio drifts further from 1 the longer the response is. GSPO normalises it by "
-        "the response length so that it stays close to 1 for short and long answers alike.")
+HINT = ("Your sequence ratio drifts further from 1 the longer the response is. Check how your ratio depends "
+        "on the response's length: GSPO means it to stay close to 1 for short and long answers alike.")
 
 
 def gspo_loss(logp, old_logp, adv, mask, eps_low=3e-4, eps_high=4e-4):

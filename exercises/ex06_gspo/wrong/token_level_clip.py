@@ -1,8 +1,8 @@
 """Known-wrong: token ratios clipped one by one (that is PPO / GRPO, not GSPO)."""
 import torch
 
-HINT = ("You clip each token's ratio on its own. GSPO forms one ratio per response from all its "
-        "tokens and clips that, so a response keeps or loses its gradient as a whole.")
+HINT = ("You clip each token's ratio on its own. Check what GSPO clips: how many ratios does a response have, "
+        "and does it keep or lose its gradient token by token or as a whole?")
 
 
 def gspo_loss(logp, old_logp, adv, mask, eps_low=3e-4, eps_high=4e-4):

@@ -1,9 +1,9 @@
 """Known-wrong: the weight multiplies the log-ratio instead of log pi (same gradient, wrong value)."""
 import torch
 
-HINT = ("Your gradient is right but the loss value is not: the weight multiplies the "
-        "log-probability of the token under the current policy, not a difference of two "
-        "log-probabilities.")
+HINT = ("Your gradient is right but the loss value is not, so something without a gradient has crept into "
+        "your loss. Check what your weight multiplies against the task's formula: which log-probability is "
+        "it, and under which policy?")
 
 
 def cispo_loss(logp, old_logp, adv, mask, eps_high=0.28, eps_low=None):

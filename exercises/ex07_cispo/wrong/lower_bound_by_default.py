@@ -1,8 +1,8 @@
 """Known-wrong: eps_low=None treated as 0.2 (a lower bound the paper does not use)."""
 import torch
 
-HINT = ("With eps_low=None your weights are still clipped from below. None means no lower bound at "
-        "all: the MiniMax-M1 paper tunes only the upper one.")
+HINT = ("With eps_low=None your weights are still clipped from below. Check what your code does when eps_low "
+        "is None: what does the task say None means? The MiniMax-M1 paper tunes only the upper bound.")
 
 
 def cispo_loss(logp, old_logp, adv, mask, eps_high=0.28, eps_low=None):

@@ -1,9 +1,8 @@
 """Known-wrong: PPO's clipped surrogate instead of CISPO."""
 import torch
 
-HINT = ("Your loss behaves like PPO's clipped objective, which drops the gradient of clipped tokens. "
-        "CISPO clips the importance weight and uses it as a coefficient, so every token keeps a "
-        "bounded gradient.")
+HINT = ("Your loss behaves like PPO's clipped objective, which drops the gradient of clipped tokens. Check "
+        "what CISPO clips and how it uses it: does a clipped token keep a bounded gradient in yours?")
 
 
 def cispo_loss(logp, old_logp, adv, mask, eps_high=0.28, eps_low=None):

@@ -1,8 +1,8 @@
 """Known-wrong: the clipped weight is not detached (right values, wrong gradient)."""
 import torch
 
-HINT = ("Your loss values are right but the gradient is not: your weight still passes gradient "
-        "back to logp. Re-read which factor the task marks with the stop-gradient sg(.).")
+HINT = ("Your loss values are right but the gradient is not: your weight still passes gradient back to logp. "
+        "Check which factor the task marks with the stop-gradient: which one should carry the gradient?")
 
 
 def cispo_loss(logp, old_logp, adv, mask, eps_high=0.28, eps_low=None):

@@ -1,8 +1,8 @@
 """Known-wrong: the gate applied to the log-ratio instead of the ratio."""
 import torch
 
-HINT = ("Your gate is fed the log-ratio. SAPO's gate takes the importance ratio itself, centred at "
-        "r = 1; the two agree only to first order near r = 1.")
+HINT = ("Your gate is fed the log-ratio. Check what SAPO's gate takes as its input and where that input is "
+        "centred: the two agree only to first order near r = 1.")
 
 
 def sapo_loss(logp, old_logp, adv, mask, tau_pos=1.0, tau_neg=1.05):

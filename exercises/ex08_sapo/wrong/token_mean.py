@@ -1,8 +1,9 @@
 """Known-wrong: token-mean instead of seq-mean-token-mean."""
 import torch
 
-HINT = ("Your loss is right when all responses have the same length but not otherwise: SAPO's loss "
-        "averages within each response first, then over the responses.")
+HINT = ("Your loss is right when all responses have the same length but not otherwise. Check in which order "
+        "your loss averages over tokens and over responses, against the task's formula: does each response "
+        "weigh the same, or each token?")
 
 
 def sapo_loss(logp, old_logp, adv, mask, tau_pos=1.0, tau_neg=1.05):

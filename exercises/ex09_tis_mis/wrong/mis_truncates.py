@@ -1,8 +1,8 @@
 """Known-wrong: MIS truncates at the cap (that is TIS)."""
 import torch
 
-HINT = ("Your MIS weights truncate large ratios at the cap, which is what TIS does. MIS drops "
-        "those tokens (or responses) altogether.")
+HINT = ("Your MIS weights truncate large ratios at the cap, which is what TIS does. Check what MIS does with "
+        "a token (or response) whose ratio is above the cap: is it kept at all?")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

@@ -1,8 +1,8 @@
 """Known-wrong: MIS returns a 0/1 mask instead of rho on the kept tokens."""
 import torch
 
-HINT = ("Your MIS weights are only 0 or 1. The tokens that are kept must still be re-weighted by "
-        "their importance ratio; only the ratios above the cap are dropped.")
+HINT = ("Your MIS weights are only 0 or 1. Check what weight a kept token should get: is it still re-weighted "
+        "by its importance ratio?")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

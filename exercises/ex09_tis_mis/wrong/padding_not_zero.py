@@ -1,8 +1,8 @@
 """Known-wrong: the weights are not set to 0 on padding."""
 import torch
 
-HINT = ("Your weights are not 0 on padding positions (mask False). A weight there would "
-        "re-introduce tokens that are not part of any response.")
+HINT = ("Your weights are not 0 on padding positions (mask False). Check what your code puts there: a weight "
+        "on padding would re-introduce tokens that are not part of any response.")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

@@ -1,8 +1,8 @@
 """Known-wrong: rho = pi_rollout / pi_old."""
 import torch
 
-HINT = ("Your ratio is upside down. The samples were drawn by the rollout engine; an importance "
-        "weight has the sampling distribution at the bottom.")
+HINT = ("Your ratio is upside down. Check which distribution drew the samples: which one belongs at the "
+        "bottom of an importance weight?")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

@@ -1,9 +1,8 @@
 """Known-wrong: the sequence-level ratio is the geometric mean instead of the product."""
 import torch
 
-HINT = ("At sequence level your ratio is a per-token average. The task asks for the importance "
-        "ratio of the whole response, which combines its token ratios without normalising by "
-        "the length.")
+HINT = ("At sequence level your ratio is a per-token average. Check how the task combines a response's token "
+        "ratios into the importance ratio of the whole response: is it normalised by the length?")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

@@ -1,8 +1,8 @@
 """Known-wrong: the weights are not detached."""
 import torch
 
-HINT = ("Your weights carry a gradient. They are constants that multiply the loss (computed from "
-        "two fixed policies), so nothing should flow back through them.")
+HINT = ("Your weights carry a gradient. Check how your weights are computed: they come from two fixed "
+        "policies and multiply the loss as constants, so should anything flow back through them?")
 
 
 def _rho(old_logp, rollout_logp, mask, level):

@@ -1,8 +1,9 @@
 """Known-wrong: the recursion runs over padding (bootstraps past the end of the response)."""
 import torch
 
-HINT = ("The advantage at the last token of your responses depends on what the padded tensors hold "
-        "after it. Nothing may be bootstrapped past the end of a response, whatever is stored there.")
+HINT = ("The advantage at the last token of your responses depends on what the padded tensors hold after it. "
+        "Check what your recursion reads after a response's last valid token: is there any state after the "
+        "end whose value should count?")
 
 
 def gae(rewards, values, mask, gamma=1.0, lam=0.95):

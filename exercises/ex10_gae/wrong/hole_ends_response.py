@@ -1,8 +1,8 @@
 """Known-wrong: a masked position inside a response resets the recursion (treated as an end)."""
 import torch
 
-HINT = ("Your result is wrong only for responses with masked positions inside them (such as tool "
-        "outputs). Such a position must be skipped, not treated as the end of the response.")
+HINT = ("Your result is wrong only for responses with masked positions inside them (such as tool outputs). "
+        "Check what your recursion does at such a position: is it the end of the response?")
 
 
 def gae(rewards, values, mask, gamma=1.0, lam=0.95):

@@ -1,8 +1,8 @@
 """Known-wrong: A_t = delta_t + gamma A_{t+1} (lam ignored)."""
 import torch
 
-HINT = ("Your result does not change when lam changes: the recursion that accumulates the "
-        "advantages discounts by more than gamma alone.")
+HINT = ("Your result does not change when lam changes. Check the factor your recursion discounts by as it "
+        "accumulates the advantages: where does lam enter?")
 
 
 def gae(rewards, values, mask, gamma=1.0, lam=0.95):

@@ -1,7 +1,8 @@
 """Known-wrong: padding positions keep the carried advantage instead of 0."""
 import torch
 
-HINT = "Your advantages or returns are not 0 on padding positions (where mask is False)."
+HINT = ("Your advantages or returns are not 0 on padding positions (where mask is False). Check what your "
+        "code writes there.")
 
 
 def gae(rewards, values, mask, gamma=1.0, lam=0.95):

@@ -1,8 +1,8 @@
 """Known-wrong: returns = advantages (the values are not added back)."""
 import torch
 
-HINT = ("Your advantages are right but your returns are not. The returns are the regression "
-        "targets of the value function, so they are built from both the advantages and the values.")
+HINT = ("Your advantages are right but your returns are not. Check what your returns are built from: they are "
+        "the regression targets of the value function, so which two quantities do they combine?")
 
 
 def gae(rewards, values, mask, gamma=1.0, lam=0.95):

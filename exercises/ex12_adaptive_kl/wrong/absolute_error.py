@@ -1,6 +1,6 @@
 """Known-wrong: the error is current - target instead of current / target - 1."""
-HINT = ("Your error is measured in the units of the KL. The controller uses the error relative to "
-        "the target, so that it behaves the same for small and large targets.")
+HINT = ("Your error is measured in the units of the KL. Check how your error compares the KL with its target: "
+        "would your controller behave the same for small and large targets?")
 
 
 def adaptive_kl_update(beta, current_kl, target_kl, n_steps, horizon):

@@ -1,7 +1,6 @@
 """Known-wrong: the step is not scaled by n_steps / horizon."""
-HINT = ("Your beta moves by the wrong amount: each update must be scaled by how many samples the "
-        "batch covers relative to the controller's horizon (a batch is usually a small fraction "
-        "of the horizon).")
+HINT = ("Your beta moves by the wrong amount. Check how your update depends on the size of the batch: how "
+        "many samples does the batch cover, relative to the controller's horizon?")
 
 
 def adaptive_kl_update(beta, current_kl, target_kl, n_steps, horizon):

@@ -1,6 +1,6 @@
 """Known-wrong: beta decreases when the KL is above target."""
-HINT = ("Your beta moves the wrong way: when the measured KL is above its target, the penalty must "
-        "get stronger, not weaker.")
+HINT = ("Your beta moves the wrong way. Check what your update does when the measured KL is above its target: "
+        "should the penalty get stronger or weaker?")
 
 
 def adaptive_kl_update(beta, current_kl, target_kl, n_steps, horizon):

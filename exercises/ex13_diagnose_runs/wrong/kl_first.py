@@ -1,8 +1,7 @@
 """Known-wrong: checks KL before the signs that name a cause."""
 HINT = ("KL to the reference climbs in several failures, not only after a learning-rate step: a stale "
-        "sampler, a hacked reward and a cut budget also carry the policy far away. Check first the signs "
-        "that name a cause (the sampler/learner tail, the zero-signal share, the reward against the "
-        "exact accuracy), then KL, and name the failure whose sign begins first.")
+        "sampler, a hacked reward and a cut budget also carry the policy far away. Check the order in which "
+        "your rules read the monitors: which signs name a cause, and which failure's sign begins first?")
 
 GAP = "reward - acc/sampled"
 

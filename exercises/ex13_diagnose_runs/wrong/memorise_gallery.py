@@ -2,9 +2,9 @@
 import json
 from pathlib import Path
 
-HINT = ("Your rules recognise the chapter's own runs but not other runs with the same failure: "
-        "a threshold fitted to the exact numbers of the gallery, or a lookup of its runs. Use "
-        "thresholds with a margin, on the monitor each failure moves first.")
+HINT = ("Your rules recognise the chapter's own runs but not other runs with the same failure: a threshold "
+        "fitted to the exact numbers of the gallery, or a lookup of its runs. Check each threshold: does it "
+        "leave a margin, and is it on the monitor that the failure moves first?")
 
 _FILE = Path(__file__).resolve().parents[3] / "notebooks" / "data" / "toy_gallery.json"
 _RUNS = json.loads(_FILE.read_text())["runs"]

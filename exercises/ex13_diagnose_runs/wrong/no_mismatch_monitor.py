@@ -1,7 +1,7 @@
 """Known-wrong: never looks at the sampler/learner gap."""
-HINT = ("A stale sampler looks like a too-high learning rate on the reward and KL curves. The monitor "
-        "that tells them apart is mismatch/abs_logratio_p99: about 1e-6 (float noise) when the "
-        "sampler has the learner's weights, far above that from the step it falls behind.")
+HINT = ("A stale sampler looks like a too-high learning rate on the reward and KL curves. Check which monitor "
+        "tells them apart: which one compares the sampler with the learner, and what does it read when the "
+        "two share the same weights?")
 
 LABELS = ("healthy", "low_temperature", "length_reward", "stale_sampler", "kl_runaway",
           "reward_hacking", "no_signal")

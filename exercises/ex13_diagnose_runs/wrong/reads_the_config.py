@@ -1,6 +1,7 @@
 """Known-wrong: looks for the run's configuration instead of reading its curves."""
-HINT = ("diagnose receives the monitors' series only: no config, no run name, nothing that names the "
-        "knob. Read the curves: curves.series(key) for each monitor in curves.keys.")
+HINT = ("diagnose receives the monitors' series only: no config, no run name, nothing that names the knob. "
+        "Check what each of your decisions reads: does it come from the curves alone (curves.keys, and "
+        "curves.series for each monitor)?")
 
 
 def diagnose(curves):

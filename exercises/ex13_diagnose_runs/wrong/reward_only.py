@@ -1,8 +1,6 @@
 """Known-wrong: reads the reward curve alone."""
-HINT = ("The reward alone cannot name a failure: it falls in several of them and holds or rises in a "
-        "hacked run. Read the monitor each failure moves first (the sampler/learner tail, the entropy "
-        "at the sampling temperature against T = 1, the zero-signal share, the reward against the exact "
-        "accuracy, KL).")
+HINT = ("The reward alone cannot name a failure: it falls in several of them and holds or rises in a hacked "
+        "run. Check which monitors your rules read: which one does each failure move first?")
 
 
 def diagnose(curves):

@@ -1,8 +1,8 @@
 """Known-wrong: the token-mean divides by the kept tokens only."""
 import torch
 
-HINT = ("Your loss is divided by the number of kept tokens. A dropped token stays in the batch: the "
-        "token-mean divides by every valid token (mask.sum()), dropped or not.")
+HINT = ("Your loss is divided by the number of kept tokens. Check what your normaliser counts: does a dropped "
+        "token leave the batch, or only lose its gradient?")
 
 
 def dppo_tv_loss(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0):

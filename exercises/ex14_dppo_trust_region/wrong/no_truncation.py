@@ -1,8 +1,8 @@
 """Known-wrong: the importance weight is not truncated at trunc."""
 import torch
 
-HINT = ("Your weight is the raw ratio r. DPPO truncates it, min(r, trunc), so one kept token with a "
-        "huge ratio cannot dominate the batch (verl's clip_ratio_c, 3 by default).")
+HINT = ("Your weight is the raw ratio r. Check what the task does to a large ratio: in yours, can one kept "
+        "token with a huge ratio dominate the batch? verl's clip_ratio_c, 3 by default, is there for that.")
 
 
 def dppo_tv_loss(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0):

@@ -1,8 +1,8 @@
 """Known-wrong: the region bounds the ratio (PPO's clip) instead of the probability change."""
 import torch
 
-HINT = ("Your region is decided on the ratio r (like PPO's clip). DPPO's is decided on the change of the "
-        "token's probability, pi - pi_old: a rare token may multiply its probability and stay inside.")
+HINT = ("Your region is decided on the ratio r, like PPO's clip. Check which quantity DPPO's region is "
+        "decided on: can a rare token multiply its probability and stay inside?")
 
 
 def dppo_tv_loss(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0):

@@ -1,9 +1,9 @@
 """Known-wrong: the mask drops any token whose probability moved more than delta, either way."""
 import torch
 
-HINT = ("Your mask drops a token that moved against its advantage too. DPPO's region is one-sided: "
-        "a token with A > 0 is dropped only when its probability rose by more than delta_high, one with "
-        "A <= 0 only when it fell by more than delta_low.")
+HINT = ("Your mask drops a token that moved against its advantage too. Check on which side DPPO's region "
+        "binds for each sign of the advantage: is a token dropped for moving the way its advantage does not "
+        "push it?")
 
 
 def dppo_tv_loss(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0):

@@ -1,8 +1,9 @@
 """Known-wrong: the truncated ratio passes gradient (right values, wrong gradient)."""
 import torch
 
-HINT = ("Your loss values are right but the gradient is not: the truncated ratio min(r, trunc) still "
-        "passes gradient back to logp. It is a constant weight, sg(.): only log pi carries gradient.")
+HINT = ("Your loss values are right but the gradient is not: your truncated ratio still passes gradient back "
+        "to logp. Check which factors of the task's formula carry a stop-gradient: which one alone should "
+        "carry the gradient?")
 
 
 def dppo_tv_loss(logp, old_logp, adv, mask, delta_low=0.2, delta_high=0.2, trunc=3.0):

@@ -1,8 +1,8 @@
 """Known-wrong: a masked position inside a response resets the return (treated as an end)."""
 import torch
 
-HINT = ("Your return restarts after a masked position inside a response. A tool output is skipped, "
-        "not an end: carry the running return through masked positions unchanged.")
+HINT = ("Your return restarts after a masked position inside a response. Check what your recursion does at "
+        "such a position: is a tool output the end of the response?")
 
 
 @torch.no_grad()

@@ -1,8 +1,8 @@
 """Known-wrong: right values, but the advantages carry the rewards' gradient."""
 import torch
 
-HINT = ("Your advantages carry a gradient. They are constants of the loss: compute them under "
-        "torch.no_grad() (or detach the result).")
+HINT = ("Your advantages carry a gradient. Check how they are computed: they are constants of the loss, so "
+        "should anything flow back through them?")
 
 
 def reinforce_pp_advantages(rewards, mask, gamma=1.0):

@@ -1,8 +1,8 @@
 """Known-wrong: the returns are divided by the std but the mean is not subtracted."""
 import torch
 
-HINT = ("Your advantages are scaled but not centred. Whitening subtracts the batch mean first: "
-        "without it every token of a batch of wins is pushed up, whatever it did.")
+HINT = ("Your advantages are scaled but not centred. Check each step of your whitening: without centring, "
+        "every token of a batch of wins is pushed up, whatever it did.")
 
 
 @torch.no_grad()

@@ -1,8 +1,8 @@
 """Known-wrong: the padding's zeros take part in the mean and the std."""
 import torch
 
-HINT = ("Your statistics include the padded positions (as zeros). The mean and std are taken over "
-        "valid tokens only: index with the mask before averaging.")
+HINT = ("Your statistics include the padded positions (as zeros). Check which positions your mean and std are "
+        "taken over: which tokens does the mask mark as valid?")
 
 
 @torch.no_grad()

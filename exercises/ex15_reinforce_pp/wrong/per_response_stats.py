@@ -1,8 +1,8 @@
 """Known-wrong: mean and std over responses (one value per response), not over tokens."""
 import torch
 
-HINT = ("Your mean and std count each response once. REINFORCE++ whitens over the batch's valid "
-        "tokens: a response of 100 tokens weighs 100 times in the mean and the std.")
+HINT = ("Your mean and std count each response once. Check what REINFORCE++ whitens over: should a response "
+        "of 100 tokens weigh once or 100 times in the mean and the std?")
 
 
 @torch.no_grad()

@@ -1,8 +1,8 @@
 """Known-wrong: each response whitened with its own mean and std."""
 import torch
 
-HINT = ("You whiten each response with its own statistics. REINFORCE++ uses one mean and one std for "
-        "the whole batch: a response whose returns are all high must keep positive advantages.")
+HINT = ("You whiten each response with its own statistics. Check over what REINFORCE++ takes its mean and "
+        "std: in yours, can a response whose returns are all high keep positive advantages?")
 
 
 @torch.no_grad()

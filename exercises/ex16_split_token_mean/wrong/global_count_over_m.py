@@ -1,8 +1,9 @@
 """Known-wrong: the global count and then the accumulation steps too."""
 import torch
 
-HINT = ("You divide by the whole batch's n_tokens and then by n_micro as well: the global count already "
-        "covers every micro-batch, so the gradient comes out divided by M. Drop the 1/n_micro.")
+HINT = ("You divide by the whole batch's n_tokens and then by n_micro as well, so the gradient comes out "
+        "divided by M. Check what the global count already covers: does it leave anything for a factor of the "
+        "micro-batches to do?")
 
 
 def micro_batch_loss(loss_tok, mask, n_tokens, world_size, n_micro):

@@ -1,9 +1,8 @@
 """Known-wrong: the shortcut to 1 fires at n - c <= k instead of n - c < k (off by one)."""
 import torch
 
-HINT = ("A prompt with exactly k wrong answers (n - c = k) gets 1 from you. A draw of k can still be all "
-        "wrong there, in one way out of C(n, k): every draw holds a right answer only when fewer than k "
-        "answers are wrong.")
+HINT = ("A prompt with exactly k wrong answers gets 1 from you. Check your condition for a sure pass: can a "
+        "draw of k still be all wrong there, and in how many ways?")
 
 
 def pass_at_k(n, c, k):

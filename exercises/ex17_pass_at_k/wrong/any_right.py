@@ -1,8 +1,8 @@
 """Known-wrong: 1 whenever one answer of the n is right (pass@n, not pass@k)."""
 import torch
 
-HINT = ("You return 1 whenever any of the n answers is right: that is pass@n. With k < n a draw of k can "
-        "miss the right ones; the chance it does is C(n - c, k) / C(n, k).")
+HINT = ("You return 1 whenever any of the n answers is right: that is pass@n. Check how your result depends "
+        "on k: with k below n, can a draw of k miss the right ones, and how likely is that?")
 
 
 def pass_at_k(n, c, k):

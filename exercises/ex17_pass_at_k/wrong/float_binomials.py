@@ -1,8 +1,9 @@
 """Known-wrong: each binomial built up as a float, which overflows (inf / inf = nan) for large n."""
 import torch
 
-HINT = ("You form the binomials C(n - c, k) and C(n, k) as floats; at n = 2000, k = 1000 they exceed the "
-        "largest float64 (inf / inf is nan). Use the product form, prod over i = n - c + 1 .. n of (1 - k / i).")
+HINT = ("You form the binomials as floats; at n = 2000, k = 1000 they exceed the largest float64, and inf "
+        "over inf is nan. Check whether your computation needs the binomials themselves: can their ratio be "
+        "written so that no intermediate grows past 1?")
 
 
 def _binom(n, k):

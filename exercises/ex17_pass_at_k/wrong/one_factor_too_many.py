@@ -1,8 +1,9 @@
 """Known-wrong: the product runs from i = n - c instead of n - c + 1 (c + 1 factors)."""
 import torch
 
-HINT = ("Your product has c + 1 factors: it starts at i = n - c. C(n - c, k) / C(n, k) is the product over "
-        "i = n - c + 1 .. n, exactly c factors (none when c = 0).")
+HINT = ("Your product has one factor too many: it starts one step early. Check the range of your product "
+        "against the ratio of binomials it stands for: how many factors should it have for c right answers, "
+        "and how many when c is 0?")
 
 
 def pass_at_k(n, c, k):

@@ -1,8 +1,9 @@
 """Known-wrong: draws with replacement, 1 - (1 - c/n)^k."""
 import torch
 
-HINT = ("You draw with replacement: 1 - (1 - c/n)^k. The estimator draws k of the n answers without "
-        "replacement, 1 - C(n - c, k) / C(n, k), which is higher for every k > 1 and reaches 1 once k > n - c.")
+HINT = ("You draw with replacement. Check how the estimator draws its k answers from the n: with or without "
+        "replacement? Without, the estimate is higher for every k above 1 and reaches 1 once k exceeds the "
+        "number of wrong answers.")
 
 
 def pass_at_k(n, c, k):
