@@ -812,7 +812,8 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
     if cfg.kl_coef > 0:
         out.append(("beta", cfg.kl_coef, "always k3"))
         out.append(("use_bias_correction_kl", False,
-                    "TRL's default True multiplies k3 by the ratio (the reverse KL's gradient); the toy's k3 has k3's own"))
+                    "TRL's default True multiplies k3 by the ratio (the reverse KL's gradient); "
+                    "the toy's k3 has k3's own"))
         if cfg.kl_estimator != "k3":
             out.append(("# KL estimator", None, f"TRL's GRPO has only k3; the toy used {cfg.kl_estimator}"))
     if cfg.dynamic_sampling:

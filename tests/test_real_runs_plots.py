@@ -57,9 +57,13 @@ def test_trls_curve_is_drawn_from_its_own_names():
     plt.close(fig)
 
 
+def curve_rows(k: int) -> list[dict]:
+    return [{"step": 0}, *({"step": s, "reward/mean": 0.1 * s * k, "acc/heldout": 0.5} for s in range(1, 11))]
+
+
 def curve_arms() -> dict:
-    rows = lambda k: [{"step": 0}, *({"step": s, "reward/mean": 0.1 * s * k, "acc/heldout": 0.5} for s in range(1, 11))]  # noqa: E731
-    return {"grpo": {s: {"rows": rows(s + 1)} for s in range(3)}, "token_sum": {s: {"rows": rows(s + 2)} for s in range(3)}}
+    return {"grpo": {s: {"rows": curve_rows(s + 1)} for s in range(3)},
+            "token_sum": {s: {"rows": curve_rows(s + 2)} for s in range(3)}}
 
 
 def inside(legend, ax) -> bool:

@@ -51,10 +51,20 @@ def window_mean(values: list[float], first: int, last: int, steps: list[int]) ->
     return mean(chosen)
 
 
+def late_mean(steps: list[int], values: list[float], width: int = 10) -> float:
+    """Mean of the values over the last ``width`` steps of a curve."""
+    return window_mean(values, steps[-1] - width + 1, steps[-1], steps)
+
+
+def trailing_mean(values: list[float], width: int = 5) -> list[float]:
+    """The ``width``-step trailing moving average of a curve (the first points average what there is)."""
+    return [mean(values[max(0, i - width + 1): i + 1]) for i in range(len(values))]
+
+
 def early_late(run: dict, key: str, width: int = 10) -> tuple[float, float]:
     """A metric's mean over the first and over the last ``width`` RL steps of a run."""
     steps, values = series(run, key)
-    return window_mean(values, 1, width, steps), window_mean(values, steps[-1] - width + 1, steps[-1], steps)
+    return window_mean(values, 1, width, steps), late_mean(steps, values, width)
 
 
 def before(task_record: dict, name: str) -> float:
@@ -307,16 +317,15 @@ def trl_beside_course(trl_record: dict, runs: dict[int, dict], keys: tuple[str, 
     rows = []
     for key in keys:
         seeds = [early_late(run, key, width)[1] for run in runs.values()]
-        steps, values = trl_series(trl_record, key)
-        trl = window_mean(values, steps[-1] - width + 1, steps[-1], steps)
+        trl = late_mean(*trl_series(trl_record, key), width)
         rows.append((key, seeds, trl, min(seeds) <= trl <= max(seeds)))
     return rows
 
 
 def low_and_last(steps: list[int], values: list[float], width: int = 5) -> tuple[int, float, float]:
-    """Where a curve's ``width``-step trailing mean was lowest (the step, the mean) and that mean at the last step:
-    a reply length that fell and grew back shows a last mean well above its low."""
-    means = [mean(values[max(0, i - width + 1): i + 1]) for i in range(len(values))]
+    """Where a curve's ``width``-step trailing mean was lowest (the step, the mean) and that mean at the last
+    step: a reply length that fell and grew back shows a last mean well above its low."""
+    means = trailing_mean(values, width)
     low = min(range(len(means)), key=means.__getitem__)
     return steps[low], means[low], means[-1]
 

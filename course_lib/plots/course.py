@@ -64,7 +64,8 @@ def course_map() -> plt.Figure:
                                     fc=colors[j], ec="#555555"))
         ax.text(j + 0.5, 0.84, part, ha="center", va="center", fontsize=11, weight="bold")
         ax.text(j + 0.5, 0.64, symbol, ha="center", va="center", fontsize=14)
-        listed = ", ".join(chapters) if len(chapters) <= 3 else ", ".join(chapters[:2]) + ",\n" + ", ".join(chapters[2:])
+        listed = ", ".join(chapters) if len(chapters) <= 3 else (", ".join(chapters[:2]) + ",\n"
+                                                                 + ", ".join(chapters[2:]))
         ax.text(j + 0.5, 0.43, "chapter " + listed, ha="center", va="center", fontsize=11)
         exs = exercises[part]
         lines = [" ".join(exs[k:k + 3]) for k in range(0, len(exs), 3)] or ["no exercise"]

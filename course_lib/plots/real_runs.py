@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from ..lm.runs import TRL_NAMES, after, before, half_way_step, series, trl_series
+from ..lm.runs import TRL_NAMES, after, before, half_way_step, series, trailing_mean, trl_series
 from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
 
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
@@ -23,15 +23,25 @@ def seed_marker(i: int) -> str:
     return SEED_MARKERS[i % len(SEED_MARKERS)]
 
 
-def _seed_legend(ax, seeds, *, marker: bool = False, where=None, **kw) -> None:
-    """A legend of the arms' colours (``ax``'s lines labelled so far) followed by one black entry per seed, on
-    ``where`` (``ax`` by default; a figure's legend stays out of tight_layout's room for the panels)."""
+def _with_seeds(ax, seeds, *, marker: bool = False) -> tuple[list, list]:
+    """The legend entries of ``ax``'s labelled lines (the arms' colours) followed by one black entry per seed:
+    its line style, or its marker."""
     handles, labels = ax.get_legend_handles_labels()
     for i, seed in enumerate(seeds):
         handles.append(plt.Line2D([], [], color="black", lw=1.2, ls="none" if marker else seed_style(i),
                                   marker=seed_marker(i) if marker else None))
         labels.append(f"seed {seed}")
-    (where or ax).legend(handles, labels, **kw)
+    return handles, labels
+
+
+def _title_and_legend_on_top(fig, title: str, handles: list, labels: list) -> None:
+    """Lay the panels out below half an inch left for the title and, under it, the figure's legend on one
+    row (a figure's legend stays out of tight_layout's room for the panels, so it covers none of them)."""
+    h = fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / h))
+    fig.suptitle(title, fontsize=10, y=1.0)
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
+               ncol=len(handles), frameon=False)
 
 
 # (metric, panel title)
@@ -42,12 +52,6 @@ CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sampled", "sam
           ("entropy/mean", "entropy per token (nats)"), ("kl/ref", "KL to the pretrained model, per token"),
           ("grad/norm", "gradient norm (before clipping at 1)"),
           ("groups/zero_signal_frac", "groups without signal (all 4 rewards equal)"))
-
-
-def _smooth(values: list[float], width: int = 5) -> list[float]:
-    """A trailing moving average (the first points average what there is)."""
-    return [sum(values[max(0, i - width + 1): i + 1]) / len(values[max(0, i - width + 1): i + 1])
-            for i in range(len(values))]
 
 
 def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
@@ -69,7 +73,8 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
                             label=label)
                 else:
                     ax.plot(steps, values, color=colour, lw=0.6, alpha=0.3, ls=seed_style(i))
-                    ax.plot(steps, _smooth(values), color=colour, lw=1.6, alpha=0.9, ls=seed_style(i), label=label)
+                    ax.plot(steps, trailing_mean(values), color=colour, lw=1.6, alpha=0.9, ls=seed_style(i),
+                            label=label)
         ax.set_title(title, fontsize=9)
         ax.tick_params(labelsize=8)
         light_grid(ax)
@@ -78,12 +83,8 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
     seeds = sorted({s for runs in arms.values() for s in runs})
-    h = fig.get_figheight()
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / h))       # room on top (inches) for the title and the legend
-    fig.suptitle("GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: 5-step mean)",
-                 fontsize=10, y=1.0)
-    _seed_legend(axes.flat[0], seeds, where=fig, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
-                 ncol=len(arms) + len(seeds), frameon=False)
+    _title_and_legend_on_top(fig, "GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: "
+                             "5-step mean)", *_with_seeds(axes.flat[0], seeds))
     return fig
 
 
@@ -105,8 +106,9 @@ def before_after_plot(task_record: dict, arms: dict[str, dict[int, dict]],
     ax.set_ylabel("share of held-out replies")
     ax.set_title("Held-out questions (pairs never trained on), before and after training: one marker per seed")
     seeds = sorted({s for runs in arms.values() for s in runs})
-    _seed_legend(ax, seeds, marker=True, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-                 ncol=len(arms) + 1 + len(seeds), frameon=False)
+    handles, labels = _with_seeds(ax, seeds, marker=True)
+    ax.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(handles),
+              frameon=False)
     light_grid(ax, axis="y")
     fig.tight_layout()
     return fig
@@ -164,18 +166,15 @@ def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
     for ax, key in zip(axes.flat, keys):
         for i, (seed, run) in enumerate(runs.items()):
             steps, values = series(run, key)
-            ax.plot(steps, _smooth(values), color=BLUE, lw=1.2, alpha=0.7, ls=seed_style(i),
+            ax.plot(steps, trailing_mean(values), color=BLUE, lw=1.2, alpha=0.7, ls=seed_style(i),
                     label=f"the course, seed {seed}")
         steps, values = trl_series(trl_record, key)
-        ax.plot(steps, _smooth(values), color=RED, lw=2, label="TRL GRPOTrainer, seed 0")
+        ax.plot(steps, trailing_mean(values), color=RED, lw=2, label="TRL GRPOTrainer, seed 0")
         ax.set_title(f"{titles.get(key, key)}\n(TRL: {TRL_NAMES[key]})", fontsize=8)
         ax.tick_params(labelsize=8)
         light_grid(ax)
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))     # room on top for the title and legend
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / fig.get_figheight()),
-               ncol=len(runs) + 1, frameon=False)
-    fig.suptitle("The same config in TRL and in the course's trainer (5-step means)", fontsize=10, y=1.0)
+    _title_and_legend_on_top(fig, "The same config in TRL and in the course's trainer (5-step means)",
+                             *axes.flat[0].get_legend_handles_labels())
     return fig

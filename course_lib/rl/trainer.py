@@ -60,6 +60,7 @@ from .schedule import LrSchedule
 ADAM_BETAS = (0.9, 0.99)
 WEIGHT_DECAY = 0.0
 
+
 def initial_policy(cfg: RunConfig, device: torch.device, dtype: torch.dtype = torch.float32, *,
                    progress: bool = False) -> tuple[Policy, dict, float]:
     """The policy RL starts from -> (policy on ``device``, its state_dict, seconds to get it): the named
@@ -249,8 +250,8 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
 
     ``progress``: a bar for RL, up from the first second and naming what runs before step 1 (loading the
     policy, the held-out measurement before training), and one for the toy's warm start (in a notebook, each
-    one line whose final state stays in the stored output). ``stop_after``: run only the first that many steps of the
-    config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
+    one line whose final state stays in the stored output). ``stop_after``: run only the first that many steps
+    of the config's schedule (the rows are those of the full run; tests use it). ``dtype``: the policy's
     parameters and every float the update computes; float32 is what the chapters run. float64 with
     a short warm start makes the first steps agree across CPUs to about 1e-11 (``toy.fingerprint``);
     a full warm start amplifies even float64 rounding until runs part. ``checkpoint``: write the run's state
