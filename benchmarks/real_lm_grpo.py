@@ -68,35 +68,60 @@ def heldout(chat: lm.ChatLM) -> dict:
     return {"sampled": summary(sampled, G, answers), "greedy": summary(greedy, 1, q1.answers)}
 
 
-def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
-    """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
+def measured_run(cfg, desc: str, *, on_step=None, measure_heldout: bool = True) -> dict:
+    """Train ``cfg`` in this process (its peak memory is the run's own), then measure it on the held-out
+    questions where it trained: the trainer's rows, wall time, tokens per second, peak memory, ``heldout``
+    (left out, with ``after`` None, when ``measure_heldout`` is False)."""
     from course_lib.lm.policy import build_policy
     from course_lib.rl import train
     torch.set_num_threads(2)
-    cfg = arm_config(arm, seed, steps)
     t0 = time.perf_counter()
-    hist = train(cfg, progress=True, desc=f"{arm} seed {seed}")
+    hist = train(cfg, progress=True, desc=desc, on_step=on_step)
     train_s = time.perf_counter() - t0
-    policy = build_policy(device=cfg.resolved_device())           # evaluated where it trained
-    policy.load_state_dict(hist.final_state)
+    if measure_heldout:
+        policy = build_policy(device=cfg.resolved_device())
+        policy.load_state_dict(hist.final_state)
     t1 = time.perf_counter()
-    after = heldout(policy.chat)
+    after = heldout(policy.chat) if measure_heldout else None
     rows = hist.rows[1:]
 
     def tokens_per_s(part: str) -> float:      # every step's tokens over every step's seconds
         return (sum(r[f"speed/{part}_tok_s"] * r[f"time/{part}_s"] for r in rows)
                 / sum(r[f"time/{part}_s"] for r in rows))
-    result = {"config": config_record(cfg), "rows": hist.rows, "train_seconds": round(train_s, 1),
-              "eval_seconds": round(time.perf_counter() - t1, 1),
-              "sample_tok_s": tokens_per_s("sample"), "learn_tok_s": tokens_per_s("learn"),
-              "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-              "after": after, "environment": environment()}
+    return {"config": config_record(cfg), "rows": hist.rows, "train_seconds": round(train_s, 1),
+            "eval_seconds": round(time.perf_counter() - t1, 1),
+            "sample_tok_s": tokens_per_s("sample"), "learn_tok_s": tokens_per_s("learn"),
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "after": after, "environment": environment()}
+
+
+def store(out: Path, key: str, result: dict) -> None:
+    """Add one run to the record in ``out`` and say how it went."""
     record = json.loads(out.read_text())
-    record["runs"][f"{arm}/{seed}"] = result
+    record["runs"][key] = result
     out.write_text(json.dumps(record, indent=1) + "\n")
-    s, k = after["sampled"], f"pass@{EVAL['group_size']}"
-    print(f"{arm} seed {seed}: {train_s / 60:.1f} min, held-out pass@1 {s['pass@1']:.3f}, {k} {s[k]:.3f}, "
-          f"format {s['format']:.3f}, truncated {s['truncated']:.3f}, peak {result['peak_rss_gb']:.2f} GB", flush=True)
+    said = f"{key}: {result['train_seconds'] / 60:.1f} min, peak {result['peak_rss_gb']:.2f} GB"
+    if result["after"] is not None:
+        s, k = result["after"]["sampled"], f"pass@{EVAL['group_size']}"
+        said += (f", held-out pass@1 {s['pass@1']:.3f}, {k} {s[k]:.3f}, format {s['format']:.3f}, "
+                 f"truncated {s['truncated']:.3f}")
+    print(said, flush=True)
+
+
+def run_missing(script: str, keys: list[str], out: Path, stored: dict, force: bool, extra: list[str]) -> None:
+    """Train each ``arm/seed`` in ``keys`` not yet in ``stored`` (all of them with ``force``), each in a fresh
+    process (``script --one ARM SEED`` + ``extra``) that stores its run the moment it ends."""
+    for key in keys:
+        arm, seed = key.split("/")
+        if key in stored and not force:
+            print(f"{key}: stored, skipped")
+            continue
+        subprocess.run([sys.executable, script, "--one", arm, seed, "--out", str(out), *extra], check=True)
+
+
+def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
+    """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
+    store(out, f"{arm}/{seed}", measured_run(arm_config(arm, seed, steps), f"{arm} seed {seed}"))
 
 
 def main(argv=None) -> None:
@@ -120,14 +145,7 @@ def main(argv=None) -> None:
     if not record:
         record = {"settings": settings, "runs": {}}
         out.write_text(json.dumps(record, indent=1) + "\n")
-    for key in a.runs:
-        arm, seed = key.split("/")
-        if key in record["runs"] and not a.force:
-            print(f"{arm} seed {seed}: stored, skipped")
-            continue
-        subprocess.run([sys.executable, __file__, "--one", arm, seed, "--steps", str(a.steps), "--out", str(out)],
-                       check=True)
-        record = json.loads(out.read_text())
+    run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
 
 

@@ -146,3 +146,38 @@ def test_greedy_replies_to_a_slice_of_held_out_questions_get_their_stored_verdic
     differ = [i for i in range(n) if got[i] != want[i]]
     print(f"greedy verdicts here {got}, stored {want}")
     assert len(differ) <= 1, f"questions {differ}: greedy verdicts {got}, stored {want}"
+
+
+def test_random_rewards_are_fair_coins_that_no_reply_can_sway():
+    import torch
+    from course_lib.lm.task import random_rewards
+    gen = torch.Generator().manual_seed(0)
+    prompts = torch.randint(0, 1000, (32, 12), generator=gen)
+    by_token = {0: [], 1: []}                  # each reward, by whether its reply starts with token 1
+    firsts = []
+    for _ in range(400):
+        responses = torch.randint(0, 2, (32, 6), generator=gen)
+        r = random_rewards(prompts, responses)
+        assert r.shape == (32,) and set(r.tolist()) <= {0.0, 1.0}
+        assert torch.equal(r, random_rewards(prompts.clone(), responses.clone()))     # the same batch, the same coins
+        for first, reward in zip(responses[:, 0].tolist(), r.tolist()):
+            by_token[first].append(reward)
+        firsts.append(r)
+    coins = torch.cat(firsts)
+    assert abs(coins.mean().item() - 0.5) < 0.02                                    # 12,800 coins: sd 0.0044
+    for rewards in by_token.values():                                               # about 6,400 each: sd 0.0063
+        assert abs(sum(rewards) / len(rewards) - 0.5) < 0.03
+    responses = torch.randint(0, 2, (32, 6), generator=gen)
+    changed = responses.clone()
+    changed[5, 0] = 1 - changed[5, 0]
+    assert not torch.equal(random_rewards(prompts, responses), random_rewards(prompts, changed))
+
+
+def test_random_rewards_is_a_verifier_of_the_trainers_task_and_names_bad_shapes():
+    import torch
+    from course_lib.lm.task import ChatTask, random_rewards
+    from course_lib.rl.config import make_config
+    assert ChatTask().verifiers["random"] is random_rewards
+    assert make_config("real", verifier="random", format_weight=0.0).verifier == "random"
+    with pytest.raises(ValueError, match=r"prompts \[B, Lp\] and responses \[B, T\]"):
+        random_rewards(torch.zeros(4, 3, dtype=torch.long), torch.zeros(5, 2, dtype=torch.long))

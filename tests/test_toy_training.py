@@ -1,5 +1,6 @@
 """The toy trainer: every loss variant trains, and the trainer calls course_lib's functions."""
 import math
+import warnings
 import re
 import statistics
 import time
@@ -417,3 +418,35 @@ def test_the_bar_says_what_runs_before_the_first_step(capsys):
     stages = [err.find("loading the policy"), err.find("held-out accuracy before training ("),
               measured.start() if measured else -1, err.find("2/2")]
     assert -1 not in stages and stages == sorted(stages), stages
+
+
+@pytest.mark.parametrize("knobs, binds", [
+    (dict(loss="dapo"), False), (dict(loss="gspo"), False), (dict(loss="cispo"), False), (dict(loss="sapo"), False),
+    (dict(loss="grpo", eps_high=0.28), False),
+    (dict(loss="grpo"), True),                                  # GRPO's own clip is not what the run is about
+    (dict(loss="dapo", minibatches=2), True), (dict(loss="gspo", epochs=2), True),
+    (dict(loss="cispo", old_logp_source="sampler", mismatch="noise"), True),   # pi_old from the sampler: r != 1
+])
+def test_a_clip_that_cannot_bind_is_named_and_warned_about(knobs, binds):
+    from course_lib.rl.loss_step import ClipCannotBindWarning, clip_cannot_bind
+    cfg = replace(TINY, **knobs)
+    why = clip_cannot_bind(cfg)
+    assert (why is None) == binds
+    if why is not None:
+        assert f"loss={cfg.loss!r}" in why and "every ratio is exactly 1" in why and "minibatches or epochs" in why
+        with pytest.warns(ClipCannotBindWarning, match="cannot bind"):
+            train(cfg, progress=False, stop_after=1)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ClipCannotBindWarning)
+            train(cfg, progress=False, stop_after=1)
+
+
+def test_a_clip_losses_ratio_is_exactly_one_where_the_warning_says_so():
+    """What the warning rests on: one update per batch with pi_old from the learner leaves every ratio at 1."""
+    from course_lib.rl.loss_step import ClipCannotBindWarning
+    with pytest.warns(ClipCannotBindWarning):
+        rows = train(replace(TINY, loss="dapo", eps_high=0.01, eps_low=0.01), progress=False).rows[1:]
+    assert all(r["ratio/outside_frac"] == 0 and r["ratio/max"] == 1.0 for r in rows)
+    rows = train(replace(TINY, loss="dapo", eps_high=0.01, eps_low=0.01, epochs=2), progress=False).rows[1:]
+    assert any(r["ratio/outside_frac"] > 0 for r in rows)

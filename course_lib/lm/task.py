@@ -7,6 +7,10 @@ for the answer as "Answer: <number>"; the prompt is built by the model's own cha
 - ``exact``: the reply's last integer is a + b (chapter 12's reward, and the accuracy an RL run reports);
 - ``format``: the reply states its answer where the instruction asks, "Answer: <integer>", right or wrong.
 
+The trainer's form of the task (``ChatTask``) has a third verifier, ``random``: a reward of 1 with probability
+1/2 whatever the reply says (Shao et al., "Spurious Rewards", arXiv 2506.10947), for runs that ask what
+training does when the reward carries no information (``random_rewards``).
+
 Of the tasks measured on this model (single-, two- and three-digit addition, one-step word problems), it is
 the one whose sampled pass@1 at temperature 1 lies between 10% and 60%, while greedy decoding and pass@8 are
 far higher (``benchmarks/real_lm_task.py`` measures where the model starts).
@@ -22,6 +26,7 @@ the budget, formatted, exact, the right sum stated anywhere, no sum stated.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -83,6 +88,24 @@ def categories(reply: str, answer: int, finished: bool) -> dict[str, float]:
 
 
 VERIFIERS = {"exact": exact, "format": formatted}
+
+
+def random_rewards(prompts: Tensor, responses: Tensor) -> Tensor:
+    """A 0/1 reward per row [B], each 1 with probability 1/2 and independent of what its reply says.
+
+    The coins are drawn from a generator seeded by a hash of the whole batch's token ids, so the same batch
+    always gets the same rewards (a run is reproducible and resumes exactly, with no state to store), while
+    changing any reply in the batch redraws every coin: no reply can make its own reward more likely.
+    ``prompts`` [B, Lp] and ``responses`` [B, T] are id tensors."""
+    if prompts.ndim != 2 or responses.ndim != 2 or len(prompts) != len(responses):
+        raise ValueError(f"random_rewards needs prompts [B, Lp] and responses [B, T] with one B, got "
+                         f"{tuple(prompts.shape)} and {tuple(responses.shape)}")
+    digest = hashlib.blake2b(digest_size=8)
+    for ids in (prompts, responses):
+        digest.update(repr(tuple(ids.shape)).encode())
+        digest.update(ids.detach().to("cpu", torch.int64).contiguous().numpy().tobytes())
+    gen = torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)
+    return torch.randint(0, 2, (len(responses),), generator=gen).float()
 
 
 @dataclass(frozen=True)
@@ -178,7 +201,8 @@ class ChatTask:
 
     def __init__(self, heldout_pairs: int = 10):
         self.split = ChatAdditionTask(heldout_pairs=heldout_pairs)
-        self.verifiers = {name: functools.partial(self._verify, name) for name in VERIFIERS}
+        self.verifiers = {**{name: functools.partial(self._verify, name) for name in VERIFIERS},
+                          "random": random_rewards}
 
     @functools.cached_property
     def tokenizer(self):

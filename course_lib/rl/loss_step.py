@@ -101,6 +101,33 @@ def learner_logp(model: Policy, prompts: Tensor, responses: Tensor, temperature:
     return token_logp(logits, responses, temperature)
 
 
+# losses whose difference from GRPO lies in the clip or the gate on the ratio (DAPO also in its aggregation)
+CLIP_LOSSES = ("dapo", "gspo", "cispo", "sapo")
+
+
+class ClipCannotBindWarning(UserWarning):
+    """A run sets a clip, or a loss whose point is the clip, where every ratio is exactly 1."""
+
+
+def clip_cannot_bind(cfg: RunConfig) -> str | None:
+    """Why the clip of this config can never bind, or None. With one optimiser step per batch and pi_old from
+    the learner, every ratio pi / pi_old is exactly 1 when the gradient is taken: no clip range is ever left,
+    and GRPO, DAPO's Clip-Higher, GSPO, CISPO and SAPO give the same gradient up to their aggregation. Only a
+    named clip loss or an explicit clip knob counts: GRPO's own default clip is not the point of GRPO."""
+    set_knobs = [k for k in ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg")
+                 if getattr(cfg, k) is not None]
+    if not (cfg.loss in CLIP_LOSSES or set_knobs):
+        return None
+    if cfg.epochs * cfg.minibatches > 1 or cfg.old_logp_source != "learner":
+        return None
+    what = f"loss={cfg.loss!r}"
+    if set_knobs:
+        what += " with " + ", ".join(f"{k}={getattr(cfg, k)}" for k in set_knobs)
+    return (f"{what}: with one optimiser step per batch (epochs x minibatches = 1) and pi_old from the learner, "
+            f"every ratio is exactly 1, so the clip cannot bind and this run's gradient is GRPO's up to the "
+            f"aggregation; set minibatches or epochs > 1 for the clip to act")
+
+
 def reuses_loss_forward(cfg: RunConfig) -> bool:
     """Whether pi_old is the loss forward's own log-probs, detached: one optimiser step per batch
     and pi_old from the learner (``old_logp_forward="auto"``), where a separate forward would give

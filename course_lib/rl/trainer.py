@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+import warnings
 from typing import Callable
 
 import torch
@@ -47,7 +48,8 @@ from .data_parallel import (MAX_METRICS, DataParallel, gather_collected, rank_sh
                             token_means_over_ranks, wrap)
 from .device import _sync, read_back, return_freed_memory, stop_check_every, to_device
 from .history import History, config_record
-from .loss_step import TOKEN_MEANS, BatchTargets, LossSetup, learner_logp, loss_mask, loss_setup, policy_loss
+from .loss_step import (TOKEN_MEANS, BatchTargets, ClipCannotBindWarning, LossSetup, clip_cannot_bind, learner_logp,
+                        loss_mask, loss_setup, policy_loss)
 from .model import heldout_accuracy
 from .policy import Policy, compute_precision
 from .progress import progress_bar
@@ -260,6 +262,9 @@ def train(cfg: RunConfig, *, progress: bool = True, desc: str | None = None, sto
     ``time/elapsed_s`` counts it): benchmarks/trl_real.py hands the CPU to TRL's trainer there.
     """
     check_checkpoint(checkpoint, cfg)
+    for phase in cfg.phases():
+        if (why := clip_cannot_bind(phase)) is not None:
+            warnings.warn(why, ClipCannotBindWarning, stacklevel=2)
     device = cfg.resolved_device()
     torch.set_flush_denormal(True)          # collapsed-entropy runs otherwise crawl on denormals
     if cfg.num_threads is not None:
