@@ -13,6 +13,7 @@ and a Figure for a slider panel. Presentation only.
     split        chapter 10: the gradient error of each naive split of the batch
     real_model   chapter 12: a real model's tokens coloured, ratio spreads, clipping by lr, entropy
     real_runs    chapter 13: the stored GRPO runs on the real model, what moves first, held-out before and after, pass@k
+    lineage      chapter 14: GRPO and its descendants on the real model, seed bands, what each clip removes
     common       what several of them draw with
 
 Every name is importable from ``course_lib.plots`` itself (``plots.course_map()``).
@@ -99,4 +100,8 @@ from .real_runs import (  # noqa: F401,E402
     moves_first_plot,
     passk_plot,
     trl_curve_plot,
+)
+from .lineage import (  # noqa: F401,E402
+    band_curves,
+    removed_plot,
 )

@@ -27,3 +27,13 @@ def bar_offsets(n_series: int, total_width: float = 0.8) -> tuple[float, list[fl
 def text_and_figure(head: str, body: str, fig: plt.Figure) -> tuple[str, plt.Figure]:
     """What a panel shows: a heading line, a table under it, and the figure."""
     return head + "\n" + body, fig
+
+
+def title_and_legend_on_top(fig, title: str, handles: list, labels: list) -> None:
+    """Lay the panels out below half an inch left for the title and, under it, the figure's legend on one
+    row (a figure's legend stays out of tight_layout's room for the panels, so it covers none of them)."""
+    h = fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / h))
+    fig.suptitle(title, fontsize=10, y=1.0)
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
+               ncol=len(handles), frameon=False)

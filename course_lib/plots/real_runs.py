@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ..lm.runs import TRL_NAMES, after, before, half_way_step, series, trailing_mean, trl_series
-from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid
+from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid, title_and_legend_on_top
 
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
 ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48", "lr_5e-6": "GRPO, lr 5e-6",
@@ -32,16 +32,6 @@ def _with_seeds(ax, seeds, *, marker: bool = False) -> tuple[list, list]:
                                   marker=seed_marker(i) if marker else None))
         labels.append(f"seed {seed}")
     return handles, labels
-
-
-def _title_and_legend_on_top(fig, title: str, handles: list, labels: list) -> None:
-    """Lay the panels out below half an inch left for the title and, under it, the figure's legend on one
-    row (a figure's legend stays out of tight_layout's room for the panels, so it covers none of them)."""
-    h = fig.get_figheight()
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / h))
-    fig.suptitle(title, fontsize=10, y=1.0)
-    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
-               ncol=len(handles), frameon=False)
 
 
 # (metric, panel title)
@@ -83,7 +73,7 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
     seeds = sorted({s for runs in arms.values() for s in runs})
-    _title_and_legend_on_top(fig, "GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: "
+    title_and_legend_on_top(fig, "GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: "
                              "5-step mean)", *_with_seeds(axes.flat[0], seeds))
     return fig
 
@@ -175,6 +165,6 @@ def trl_curve_plot(trl_record: dict, runs: dict[int, dict],
         light_grid(ax)
     for ax in axes[-1]:
         ax.set_xlabel("RL step", fontsize=8)
-    _title_and_legend_on_top(fig, "The same config in TRL and in the course's trainer (5-step means)",
+    title_and_legend_on_top(fig, "The same config in TRL and in the course's trainer (5-step means)",
                              *axes.flat[0].get_legend_handles_labels())
     return fig

@@ -1,0 +1,161 @@
+"""GRPO and its descendants on the real model, where they differ: the course's trainer trains SmolLM2-135M-Instruct
+on chapter 13's task with each batch learned in several optimiser steps, once per arm and seed, and measures
+each run on the held-out questions as ``real_lm_grpo.py`` does.
+
+    .venv/bin/python benchmarks/real_lm_lineage.py                     # every missing run -> notebooks/data/real_lm_lineage.json
+    .venv/bin/python benchmarks/real_lm_lineage.py --runs gspo/0       # one run
+    .venv/bin/python benchmarks/real_lm_lineage.py --list              # the plan, and what is stored
+    .venv/bin/python benchmarks/real_lm_lineage.py --pilot             # the pilot -> real_lm_lineage_pilot.json
+
+The regime (``REGIME``, on top of ``make_config("real")``): each batch of 8 questions x 4 replies is learned in
+2 epochs of 2 mini-batches (4 optimiser steps, verl's ``ppo_epochs`` and ``ppo_mini_batch_size``), with pi_old
+from a separate forward before the first of them, so the ratios leave 1 and a clip can bind; the reference
+forward every step, for the KL to it. The learning rate comes from a pilot (``--pilot``: GRPO in this regime for
+``PILOT_STEPS`` steps at each of ``PILOT_LRS``, seed 0, without the held-out measurement), which chapter 14 reads.
+
+The arms (``ARMS``), each a diff from the regime; where a paper fixes a setting it is the paper's, else GRPO's:
+- ``grpo``: PPO's clip at 0.2, the sequence mean of token means, the group std;
+- ``dapo``: DAPO's loss, Clip-Higher (0.2, 0.28) and the token mean;
+- ``dr_grpo``: no division by the std, token sums over a constant 48;
+- ``gspo``: the sequence-level ratio, clipped at (3e-4, 4e-4);
+- ``cispo``: the clipped, detached IS weight with no lower bound; the paper gives no upper bound, DAPO's
+  1 + 0.28 is used, so CISPO differs from ``dapo`` only in keeping the gradient of the tokens it clips;
+- ``sapo``: the soft gate, tau_pos 1.0, tau_neg 1.05;
+- ``random``: GRPO with a reward of 1 with probability 1/2 whatever the reply (``lm.task.random_rewards``,
+  Shao et al., arXiv 2506.10947), no format term;
+- ``random_noclip``: the same with the clip range opened to [0.001, 1001], which no ratio reaches (each run's
+  clip fractions record it): the paper's ablation of the clip;
+- ``format_only`` (last, if time allows): the format verdict alone as the reward.
+
+Each run is its own process and is stored the moment it ends; a stored run is skipped, so the set is built over
+several sittings. A stored run whose config differs from what this script builds today is an error, and a
+stored run is replaced only with ``--force``. Per run, besides ``real_lm_grpo.measured_run``'s record: every
+optimiser step's gradient norm before clipping, by RL step (``grad_norms``), so the share of clipped steps is
+read, not guessed from a mean.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from real_lm_grpo import EVAL, measured_run, run_missing, store     # noqa: E402
+
+from course_lib.rl.config import make_config                       # noqa: E402
+from course_lib.rl.history import config_record                    # noqa: E402
+
+OUT = ROOT / "notebooks" / "data" / "real_lm_lineage.json"
+PILOT_OUT = ROOT / "notebooks" / "data" / "real_lm_lineage_pilot.json"
+STEPS = make_config("real").steps
+REGIME = dict(epochs=2, minibatches=2, lr=1e-5, monitor_kl_ref=True)
+PILOT_LRS, PILOT_STEPS = (1e-5, 2e-5), 4
+NO_FORMAT = dict(format_weight=0.0)
+ARMS = {
+    "grpo": {},
+    "dapo": dict(loss="dapo"),
+    "dr_grpo": dict(loss="dr_grpo"),
+    "gspo": dict(loss="gspo"),
+    "cispo": dict(loss="cispo"),
+    "sapo": dict(loss="sapo"),
+    "random": dict(verifier="random", **NO_FORMAT),
+    "random_noclip": dict(verifier="random", eps_low=0.999, eps_high=1000.0, **NO_FORMAT),
+    "format_only": dict(verifier="format", **NO_FORMAT),
+}
+PILOT = {f"lr_{lr:g}": dict(lr=lr) for lr in PILOT_LRS}
+LOSS_ARMS = ("grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo")
+SEEDS = (0, 1, 2)
+# seed 0 of every arm first, so that each sitting leaves a whole picture to read
+PLAN = ([f"{arm}/{seed}" for seed in SEEDS for arm in ARMS if arm != "format_only"]
+        + [f"format_only/{seed}" for seed in SEEDS])
+PILOT_PLAN = [f"{arm}/0" for arm in PILOT]
+
+
+def arm_config(arm: str, seed: int, steps: int = STEPS):
+    """The config of one arm (of ``ARMS`` or ``PILOT``) and seed: ``make_config("real")``, the regime, the arm's
+    diff."""
+    diff = {**ARMS, **PILOT}.get(arm)
+    if diff is None:
+        raise ValueError(f"arm must be one of {sorted(ARMS)} or the pilot's {sorted(PILOT)}, got {arm!r}")
+    return replace(make_config("real", seed=seed, steps=steps, num_threads=2), **{**REGIME, **diff})
+
+
+@contextlib.contextmanager
+def gradient_norms(by_step: list):
+    """Record every optimiser step's gradient norm before clipping (what ``clip_grad_norm_`` returns) into
+    ``by_step[-1]``; the caller opens a new list per RL step. The trainer looks ``clip_grad_norm_`` up when it
+    calls it, so wrapping the attribute sees each call."""
+    original = torch.nn.utils.clip_grad_norm_
+
+    def recording(*args, **kwargs):
+        norm = original(*args, **kwargs)
+        by_step[-1].append(float(norm))
+        return norm
+    torch.nn.utils.clip_grad_norm_ = recording
+    try:
+        yield
+    finally:
+        torch.nn.utils.clip_grad_norm_ = original
+
+
+def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
+    """Train one (arm, seed) with its gradient norms recorded, measure it, store it in ``out``."""
+    norms: list[list[float]] = [[]]
+    with gradient_norms(norms):
+        result = measured_run(arm_config(arm, seed, steps), f"{arm} seed {seed}", on_step=lambda row: norms.append([]),
+                              measure_heldout=arm not in PILOT)
+    result["grad_norms"] = norms[:-1]
+    store(out, f"{arm}/{seed}", result)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", nargs="+", choices=PLAN + PILOT_PLAN, metavar="ARM/SEED")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--pilot", action="store_true", help="run the pilot (PILOT_PLAN, PILOT_STEPS) into PILOT_OUT")
+    p.add_argument("--force", action="store_true", help="train stored runs again")
+    p.add_argument("--list", action="store_true", help="print the plan and what is stored, and stop")
+    p.add_argument("--out")
+    p.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)   # the child process
+    a = p.parse_args(argv)
+    plan = PILOT_PLAN if a.pilot else PLAN
+    a.runs = a.runs or plan
+    a.steps = a.steps or (PILOT_STEPS if a.pilot else STEPS)
+    out = Path(a.out or (PILOT_OUT if a.pilot else OUT))
+    if a.one:
+        return one_run(a.one[0], int(a.one[1]), a.steps, out)
+    settings = {"steps": a.steps, "regime": REGIME, "eval": EVAL}
+    record = json.loads(out.read_text()) if out.exists() else {"settings": settings, "runs": {}}
+    if record["settings"] != settings:
+        raise SystemExit(f"{out} holds runs of other settings ({record['settings']}); pass another --out")
+    stale = [key for key, run in record["runs"].items()
+             if run["config"] != config_record(arm_config(*_arm_seed(key), a.steps))]
+    if stale and not a.force:
+        raise SystemExit(f"stored runs {stale} were made with another config than this script builds; "
+                         f"pass --force with --runs to train them again")
+    if a.list:
+        for key in plan:
+            run = record["runs"].get(key)
+            print(f"{key:18s} " + (f"stored, {run['train_seconds'] / 60:.1f} min" if run else "missing"))
+        return
+    if not out.exists():
+        out.write_text(json.dumps(record, indent=1) + "\n")
+    run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
+    print(f"wrote {out}")
+
+
+def _arm_seed(key: str) -> tuple[str, int]:
+    arm, seed = key.split("/")
+    return arm, int(seed)
+
+
+if __name__ == "__main__":
+    main()

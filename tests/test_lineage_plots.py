@@ -1,0 +1,39 @@
+"""Chapter 14's figures draw what lm.lineage computes: each arm's band from its lowest to its highest seed around
+the seeds' mean, and what each loss's clip removes on the panel of its unit."""
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt      # noqa: E402
+
+from course_lib import plots         # noqa: E402
+
+
+def run(values: dict, loss: str = "grpo") -> dict:
+    n = len(next(iter(values.values())))
+    rows = [{"step": 0}] + [{"step": i + 1, **{k: v[i] for k, v in values.items()}} for i in range(n)]
+    return {"rows": rows, "config": {"loss": loss}}
+
+
+def test_each_arm_is_its_seeds_mean_inside_their_band():
+    arms = {"grpo": {0: run({"x": [1.0, 2.0, 3.0]}), 1: run({"x": [3.0, 2.0, 1.0]})},
+            "dapo": {0: run({"x": [5.0, 5.0, 5.0]})}}
+    fig = plots.band_curves(arms, (("x", "x"),), title="t", width=1)
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[2.0, 2.0, 2.0], [5.0, 5.0, 5.0]]
+    assert [line.get_label() for line in lines] == ["GRPO (2 seeds)", "DAPO (1 seed)"]
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(1.0) and band.max() == pytest.approx(3.0)
+    plt.close(fig)
+
+
+def test_the_removed_share_goes_to_its_units_panel_and_none_for_cispo():
+    clip = {"clip/low_frac": [0.1, 0.1], "clip/high_frac": [0.1, 0.3], "clip_seq/low_frac": [0.5, 0.5],
+            "clip_seq/high_frac": [0.0, 0.0], "ratio/mean": [1.0, 1.0]}
+    arms = {"dapo": {0: run(clip, "dapo")}, "gspo": {0: run(clip, "gspo")}, "cispo": {0: run(clip, "cispo")}}
+    fig = plots.removed_plot(arms, width=1)
+    tok, rep = fig.axes[:2]
+    assert [list(line.get_ydata()) for line in tok.get_lines()] == [pytest.approx([0.2, 0.4]), [0.0, 0.0]]
+    assert [list(line.get_ydata()) for line in rep.get_lines()] == [[0.5, 0.5]]
+    plt.close(fig)

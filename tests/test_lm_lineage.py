@@ -1,0 +1,65 @@
+"""course_lib.lm.lineage on hand-made runs: seed bands, chapter 07's comparison rule, what each loss's clip removes,
+the share of clipped optimiser steps and how concentrated the sampled replies are."""
+import pytest
+
+from course_lib.lm import lineage as L
+
+
+def run(values: dict, loss: str = "grpo", grad_norms=None, grad_clip: float = 1.0) -> dict:
+    """A stored run whose rows carry ``values`` {key: [value at step 1, 2, ...]}."""
+    n = len(next(iter(values.values())))
+    rows = [{"step": 0}] + [{"step": i + 1, **{k: v[i] for k, v in values.items()}} for i in range(n)]
+    return {"rows": rows, "config": {"loss": loss, "grad_clip": grad_clip}, "grad_norms": grad_norms or []}
+
+
+def test_a_seed_band_is_the_mean_lowest_and_highest_at_each_step_every_seed_logged():
+    arm = {0: run({"x": [1.0, 2.0, 3.0]}), 1: run({"x": [3.0, 4.0, 5.0]}), 2: run({"x": [2.0, 0.0]})}
+    steps, m, lo, hi = L.seed_band(arm, "x")
+    assert steps == [1, 2] and m == [2.0, 2.0] and lo == [1.0, 0.0] and hi == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("a, b, direction", [
+    ([1.0, 1.1, 1.2], [0.0, 0.1, 0.2], "above"),            # gap 1.0 > the larger range 0.2
+    ([0.0, 0.1, 0.2], [1.0, 1.1, 1.2], "below"),
+    ([0.0, 0.5, 1.0], [0.2, 0.3, 0.4], "within the seeds' spread"),   # gap 0.2 < range 1.0
+    ([1.0], [0.0], "no spread"),                            # one seed: no range to weigh a gap against
+])
+def test_two_arms_differ_only_when_the_gap_exceeds_the_larger_seed_range(a, b, direction):
+    c = L.Comparison(a, b)
+    assert c.direction == direction
+    assert c.gap == pytest.approx(sum(a) / len(a) - sum(b) / len(b))
+
+
+def test_the_late_values_are_each_seeds_mean_over_the_last_steps():
+    arm = {1: run({"x": [0.0, 0.0, 2.0, 4.0]}), 0: run({"x": [9.0, 9.0, 1.0, 1.0]})}
+    assert L.late_values(arm, "x", width=2) == [1.0, 3.0]                     # seed order
+    c = L.compare(arm, {0: run({"x": [0.0] * 4}), 1: run({"x": [0.5] * 4})}, "x", width=2)
+    assert c.a == [1.0, 3.0] and c.b == [0.0, 0.5] and c.every_pair == "above"
+
+
+def test_what_a_clip_removes_depends_on_the_loss():
+    rows = {"clip/low_frac": [0.1, 0.0], "clip/high_frac": [0.05, 0.2], "clip_seq/low_frac": [0.3, 0.1],
+            "clip_seq/high_frac": [0.0, 0.4], "ratio/mean": [1.0, 1.0]}
+    unit, steps, share = L.removed_share(run(rows, "dapo"))
+    assert unit == "token" and steps == [1, 2] and share == pytest.approx([0.15, 0.2])
+    unit, _, share = L.removed_share(run(rows, "gspo"))
+    assert unit == "reply" and share == pytest.approx([0.3, 0.5])
+    for loss in ("cispo", "sapo"):                          # a clipped weight or a gate: no gradient removed
+        assert L.removed_share(run(rows, loss)) == (None, [1, 2], [0.0, 0.0])
+    with pytest.raises(ValueError, match="loss must be one of"):
+        L.removed_share(run(rows, "gpg"))
+
+
+def test_the_share_of_clipped_optimiser_steps_counts_every_update():
+    r = run({"x": [0.0, 0.0]}, grad_norms=[[0.5, 1.5, 2.0, 0.9], [1.0, 3.0, 0.1, 0.2]], grad_clip=1.0)
+    assert L.grad_clip_share(r) == 3 / 8                    # a norm equal to the clip is not scaled down
+    with pytest.raises(ValueError, match="no gradient norm"):
+        L.grad_clip_share(run({"x": [0.0]}))
+
+
+def test_the_top_reply_share_reads_each_questions_replies_and_can_read_fewer():
+    measure = {"replies": 8, "correct_per_group": [0, 0], "texts": ["a", "a ", "b", "a", "x", "y", "z", "x"]}
+    assert L.top_reply_share(measure) == pytest.approx((3 / 4 + 2 / 4) / 2)
+    assert L.top_reply_share(measure, per_question=2) == pytest.approx((2 / 2 + 1 / 2) / 2)
+    with pytest.raises(ValueError, match=r"per_question must be in 1\.\.4"):
+        L.top_reply_share(measure, per_question=5)
