@@ -1085,10 +1085,16 @@ def agreement_failures(checks: dict, tol: float = 1e-8) -> list[str]:
 def comparison_text(comp, base, framework: str) -> str:
     """One chapter-07 comparison in one framework: per variant, the settings that differ from what
     every variant shares (``verl_text`` / ``trl_text`` give a variant's full list)."""
+    return variants_text(comp.configs(base, seed=base.seed), framework)
+
+
+def variants_text(configs: dict, framework: str) -> str:
+    """Configs {label: RunConfig} in one framework ("verl" or "TRL"): the number of settings every variant
+    shares, then per variant the settings that differ from them."""
     if framework not in ("verl", "TRL"):
         raise ValueError(f"framework must be 'verl' or 'TRL', got {framework!r}")
     fn = to_verl if framework == "verl" else to_trl
-    shared, diff = variant_diff({label: fn(c) for label, c in comp.configs(base, seed=base.seed).items()})
+    shared, diff = variant_diff({label: fn(c) for label, c in configs.items()})
 
     def lines(key, v, note):
         if key.startswith("#"):

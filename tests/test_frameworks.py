@@ -332,6 +332,15 @@ def test_comparison_text_lists_only_what_differs_between_variants():
         fw.comparison_text(COMPARISONS["aggregation"], BASE, "OpenRLHF")
 
 
+def test_variants_text_writes_any_configs_as_diffs_of_what_they_share():
+    from course_lib.rl.config import make_config
+    real = make_config("real", minibatches=2)
+    text = fw.variants_text({"grpo": real, "gspo": replace(real, loss="gspo")}, "TRL")
+    grpo, gspo = text.split("  gspo:")
+    assert "importance_sampling_level='sequence'" in gspo and "importance_sampling" not in grpo
+    assert "epsilon=0.0003" in gspo and "epsilon=0.2" in grpo
+
+
 def test_a_comment_too_long_for_the_line_goes_above_its_setting():
     assert fw._commented("    ", "a=1,", "short") == ["    a=1,  # short"]
     lines = fw._commented("    ", "a=1,", "word " * 30, width=40)
