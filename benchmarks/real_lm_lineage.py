@@ -7,25 +7,13 @@ each run on the held-out questions as ``real_lm_grpo.py`` does.
     .venv/bin/python benchmarks/real_lm_lineage.py --list              # the plan, and what is stored
     .venv/bin/python benchmarks/real_lm_lineage.py --pilot             # the pilot -> real_lm_lineage_pilot.json
 
-The regime (``REGIME``, on top of ``make_config("real")``): each batch of 8 questions x 4 replies is learned in
-2 epochs of 2 mini-batches (4 optimiser steps, verl's ``ppo_epochs`` and ``ppo_mini_batch_size``), with pi_old
-from a separate forward before the first of them, so the ratios leave 1 and a clip can bind; the reference
-forward every step, for the KL to it. The learning rate comes from a pilot (``--pilot``: GRPO in this regime for
+The regime and the arms are ``lm.lineage``'s (``REGIME``, ``ARMS``): each batch of 8 questions x 4 replies is
+learned in 2 epochs of 2 mini-batches (4 optimiser steps, verl's ``ppo_epochs`` and ``ppo_mini_batch_size``),
+with pi_old from a separate forward before the first of them, so the ratios leave 1 and a clip can bind; the
+reference forward runs every step, for the KL to it. The arms: GRPO, DAPO's loss, Dr. GRPO, GSPO, CISPO, SAPO,
+GRPO with a random reward (Shao et al., arXiv 2506.10947) with and without the clip, and last, if time allows,
+the format verdict alone as the reward. The learning rate comes from a pilot (``--pilot``: GRPO's arm for
 ``PILOT_STEPS`` steps at each of ``PILOT_LRS``, seed 0, without the held-out measurement), which chapter 14 reads.
-
-The arms (``ARMS``), each a diff from the regime; where a paper fixes a setting it is the paper's, else GRPO's:
-- ``grpo``: PPO's clip at 0.2, the sequence mean of token means, the group std;
-- ``dapo``: DAPO's loss, Clip-Higher (0.2, 0.28) and the token mean;
-- ``dr_grpo``: no division by the std, token sums over a constant 48;
-- ``gspo``: the sequence-level ratio, clipped at (3e-4, 4e-4);
-- ``cispo``: the clipped, detached IS weight with no lower bound; the paper gives no upper bound, DAPO's
-  1 + 0.28 is used, so CISPO differs from ``dapo`` only in keeping the gradient of the tokens it clips;
-- ``sapo``: the soft gate, tau_pos 1.0, tau_neg 1.05;
-- ``random``: GRPO with a reward of 1 with probability 1/2 whatever the reply (``lm.task.random_rewards``,
-  Shao et al., arXiv 2506.10947), no format term;
-- ``random_noclip``: the same with the clip range opened to [0.001, 1001], which no ratio reaches (each run's
-  clip fractions record it): the paper's ablation of the clip;
-- ``format_only`` (last, if time allows): the format verdict alone as the reward.
 
 Each run is its own process and is stored the moment it ends; a stored run is skipped, so the set is built over
 several sittings. A stored run whose config differs from what this script builds today is an error, and a
@@ -50,28 +38,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from real_lm_grpo import EVAL, measured_run, run_missing, store     # noqa: E402
 
+from course_lib.lm import lineage                                  # noqa: E402
+from course_lib.lm.lineage import ARMS, REGIME                     # noqa: E402
 from course_lib.rl.config import make_config                       # noqa: E402
 from course_lib.rl.history import config_record                    # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_lineage.json"
 PILOT_OUT = ROOT / "notebooks" / "data" / "real_lm_lineage_pilot.json"
 STEPS = make_config("real").steps
-REGIME = dict(epochs=2, minibatches=2, lr=1e-5, monitor_kl_ref=True)
 PILOT_LRS, PILOT_STEPS = (1e-5, 2e-5), 4
-NO_FORMAT = dict(format_weight=0.0)
-ARMS = {
-    "grpo": {},
-    "dapo": dict(loss="dapo"),
-    "dr_grpo": dict(loss="dr_grpo"),
-    "gspo": dict(loss="gspo"),
-    "cispo": dict(loss="cispo"),
-    "sapo": dict(loss="sapo"),
-    "random": dict(verifier="random", **NO_FORMAT),
-    "random_noclip": dict(verifier="random", eps_low=0.999, eps_high=1000.0, **NO_FORMAT),
-    "format_only": dict(verifier="format", **NO_FORMAT),
-}
-PILOT = {f"lr_{lr:g}": dict(lr=lr) for lr in PILOT_LRS}
-LOSS_ARMS = ("grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo")
+PILOT = {f"lr_{lr:g}": dict(lr=lr) for lr in PILOT_LRS}       # GRPO's arm at another learning rate
 SEEDS = (0, 1, 2)
 # seed 0 of every arm first, so that each sitting leaves a whole picture to read
 PLAN = ([f"{arm}/{seed}" for seed in SEEDS for arm in ARMS if arm != "format_only"]
@@ -80,12 +56,10 @@ PILOT_PLAN = [f"{arm}/0" for arm in PILOT]
 
 
 def arm_config(arm: str, seed: int, steps: int = STEPS):
-    """The config of one arm (of ``ARMS`` or ``PILOT``) and seed: ``make_config("real")``, the regime, the arm's
-    diff."""
-    diff = {**ARMS, **PILOT}.get(arm)
-    if diff is None:
-        raise ValueError(f"arm must be one of {sorted(ARMS)} or the pilot's {sorted(PILOT)}, got {arm!r}")
-    return replace(make_config("real", seed=seed, steps=steps, num_threads=2), **{**REGIME, **diff})
+    """``lm.lineage.arm_config``, and the pilot's arms: GRPO's at the pilot's learning rates."""
+    if arm in PILOT:
+        return replace(lineage.arm_config("grpo", seed, steps), **PILOT[arm])
+    return lineage.arm_config(arm, seed, steps)
 
 
 @contextlib.contextmanager

@@ -18,23 +18,20 @@ def test_a_seed_band_is_the_mean_lowest_and_highest_at_each_step_every_seed_logg
     assert steps == [1, 2] and m == [2.0, 2.0] and lo == [1.0, 0.0] and hi == [3.0, 4.0]
 
 
-@pytest.mark.parametrize("a, b, direction", [
-    ([1.0, 1.1, 1.2], [0.0, 0.1, 0.2], "above"),            # gap 1.0 > the larger range 0.2
-    ([0.0, 0.1, 0.2], [1.0, 1.1, 1.2], "below"),
-    ([0.0, 0.5, 1.0], [0.2, 0.3, 0.4], "within the seeds' spread"),   # gap 0.2 < range 1.0
-    ([1.0], [0.0], "no spread"),                            # one seed: no range to weigh a gap against
-])
-def test_two_arms_differ_only_when_the_gap_exceeds_the_larger_seed_range(a, b, direction):
-    c = L.Comparison(a, b)
-    assert c.direction == direction
-    assert c.gap == pytest.approx(sum(a) / len(a) - sum(b) / len(b))
-
-
 def test_the_late_values_are_each_seeds_mean_over_the_last_steps():
     arm = {1: run({"x": [0.0, 0.0, 2.0, 4.0]}), 0: run({"x": [9.0, 9.0, 1.0, 1.0]})}
     assert L.late_values(arm, "x", width=2) == [1.0, 3.0]                     # seed order
-    c = L.compare(arm, {0: run({"x": [0.0] * 4}), 1: run({"x": [0.5] * 4})}, "x", width=2)
-    assert c.a == [1.0, 3.0] and c.b == [0.0, 0.5] and c.every_pair == "above"
+
+
+def test_two_arms_differ_only_when_the_gap_exceeds_the_larger_seed_range_and_each_has_one():
+    def arm(*lates):
+        return {s: run({"x": [v, v]}) for s, v in enumerate(lates)}
+    rows = L.compare({"grpo": arm(0.0, 0.1, 0.2), "above": arm(1.0, 1.1, 1.2), "tie": arm(-0.5, 0.5, 0.2),
+                      "one": arm(5.0)}, "x", "grpo", width=2)
+    assert rows["above"]["differs"] == 1 and rows["above"]["gap"] == pytest.approx(1.0)
+    assert rows["tie"]["differs"] == 0                      # gap 0.0 inside the range 1.0
+    assert rows["one"]["differs"] is None                   # one seed: no range to weigh a gap of 4.9 against
+    assert rows["grpo"]["values"] == [0.0, 0.1, 0.2]
 
 
 def test_what_a_clip_removes_depends_on_the_loss():
@@ -63,3 +60,17 @@ def test_the_top_reply_share_reads_each_questions_replies_and_can_read_fewer():
     assert L.top_reply_share(measure, per_question=2) == pytest.approx((2 / 2 + 1 / 2) / 2)
     with pytest.raises(ValueError, match=r"per_question must be in 1\.\.4"):
         L.top_reply_share(measure, per_question=5)
+
+
+def test_every_arm_is_a_config_whose_clip_can_bind_and_differs_from_grpo_as_its_paper_says():
+    from course_lib.rl.loss_step import clip_cannot_bind
+    configs = {arm: L.arm_config(arm, seed=1) for arm in L.ARMS}
+    grpo = configs["grpo"]
+    for arm, cfg in configs.items():
+        assert clip_cannot_bind(cfg) is None and cfg.epochs * cfg.minibatches == 4 and cfg.seed == 1
+        assert cfg.policy == "smollm2" and cfg.monitor_kl_ref
+    assert set(configs["dapo"].diff(grpo)) == {"loss"} and configs["gspo"].loss == "gspo"
+    assert set(configs["random_noclip"].diff(configs["random"])) == {"eps_low", "eps_high"}
+    assert configs["random"].verifier == "random" and configs["random"].format_weight == 0
+    with pytest.raises(ValueError, match="arm must be one of"):
+        L.arm_config("ppo", seed=0)

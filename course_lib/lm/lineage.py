@@ -11,11 +11,28 @@ An arm differs from another only when the gap between their means exceeds the la
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from statistics import mean
 
+from ..toy.curves import against_values
 from .runs import group_size, late_mean, series
 
+# the runs' regime on top of make_config("real"): each batch in 2 epochs of 2 mini-batches (4 optimiser steps),
+# pi_old from a separate forward before the first, lr 1e-5 (the pilot), the reference forward every step
+REGIME = dict(epochs=2, minibatches=2, lr=1e-5, monitor_kl_ref=True)
+NO_FORMAT = dict(format_weight=0.0)
+# each arm's diff from the regime: the paper's setting where it fixes one (the loss functions' defaults), else
+# GRPO's. CISPO's paper gives no upper bound: DAPO's 1 + 0.28 (its default here), and no lower bound
+ARMS = {
+    "grpo": {},
+    "dapo": dict(loss="dapo"),
+    "dr_grpo": dict(loss="dr_grpo"),
+    "gspo": dict(loss="gspo"),
+    "cispo": dict(loss="cispo"),
+    "sapo": dict(loss="sapo"),
+    "random": dict(verifier="random", **NO_FORMAT),                    # Shao et al.'s random reward
+    "random_noclip": dict(verifier="random", eps_low=0.999, eps_high=1000.0, **NO_FORMAT),   # ... without the clip
+    "format_only": dict(verifier="format", **NO_FORMAT),
+}
 LOSS_ARMS = ("grpo", "dapo", "dr_grpo", "gspo", "cispo", "sapo")
 RANDOM_ARMS = ("random", "random_noclip")
 LABELS = {"grpo": "GRPO", "dapo": "DAPO", "dr_grpo": "Dr. GRPO", "gspo": "GSPO", "cispo": "CISPO", "sapo": "SAPO",
@@ -27,6 +44,15 @@ LABELS = {"grpo": "GRPO", "dapo": "DAPO", "dr_grpo": "Dr. GRPO", "gspo": "GSPO",
 # the capped ratio and SAPO's gate has no edge, so neither removes any
 REMOVES = {"ppo": "token", "grpo": "token", "dapo": "token", "dr_grpo": "token", "gspo": "reply", "cispo": None,
            "sapo": None}
+
+
+def arm_config(arm: str, seed: int, steps: int | None = None):
+    """The config of one arm and seed: ``make_config("real")``, the ``REGIME``, the arm's diff (``ARMS``)."""
+    from ..rl.config import make_config
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {sorted(ARMS)}, got {arm!r}")
+    steps = make_config("real").steps if steps is None else steps
+    return make_config("real", seed=seed, steps=steps, num_threads=2, **REGIME, **ARMS[arm])
 
 
 def seed_band(by_seed: dict[int, dict], key: str) -> tuple[list[int], list[float], list[float], list[float]]:
@@ -44,43 +70,16 @@ def late_values(by_seed: dict[int, dict], key: str, width: int = 10) -> list[flo
     return [late_mean(*series(by_seed[s], key), width=width) for s in sorted(by_seed)]
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Arm ``a`` against arm ``b`` on per-seed values: the gap between the means, the larger seed range, and
-    ``direction``: "above", "below", "within the seeds' spread", or "no spread" (an arm with one seed)."""
-    a: list[float]
-    b: list[float]
-
-    @property
-    def gap(self) -> float:
-        return mean(self.a) - mean(self.b)
-
-    @property
-    def spread(self) -> float:
-        return max(max(v) - min(v) for v in (self.a, self.b))
-
-    @property
-    def direction(self) -> str:
-        if min(len(self.a), len(self.b)) < 2:
-            return "no spread"
-        if abs(self.gap) <= self.spread:
-            return "within the seeds' spread"
-        return "above" if self.gap > 0 else "below"
-
-    @property
-    def every_pair(self) -> str | None:
-        """"above" or "below" when seed i of ``a`` lies on that side of seed i of ``b`` for every common seed."""
-        pairs = list(zip(self.a, self.b))
-        if pairs and all(x > y for x, y in pairs):
-            return "above"
-        if pairs and all(x < y for x, y in pairs):
-            return "below"
-        return None
-
-
-def compare(a_by_seed: dict[int, dict], b_by_seed: dict[int, dict], key: str, width: int = 10) -> Comparison:
-    """Two arms' late means of ``key`` (``late_values``), compared by chapter 07's rule."""
-    return Comparison(late_values(a_by_seed, key, width), late_values(b_by_seed, key, width))
+def compare(arms: dict[str, dict[int, dict]], key: str, reference: str, width: int = 10) -> dict[str, dict]:
+    """Each arm's late means of ``key`` (``late_values``) against the arm ``reference``'s, by chapter 07's rule
+    (``toy.curves.against_values``): {arm: {"values", "mean", "range", "gap", "differs"}}, "differs" -1, 0 or +1,
+    or None where either arm has fewer than two seeds (no range to weigh the gap against)."""
+    vals = {arm: late_values(by_seed, key, width) for arm, by_seed in arms.items()}
+    rows = {r["label"]: r for r in against_values(vals, reference)}
+    for arm, r in rows.items():
+        if min(len(vals[arm]), len(vals[reference])) < 2:
+            r["differs"] = None
+    return rows
 
 
 def removed_share(run: dict) -> tuple[str | None, list[int], list[float]]:
