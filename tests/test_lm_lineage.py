@@ -74,3 +74,37 @@ def test_every_arm_is_a_config_whose_clip_can_bind_and_differs_from_grpo_as_its_
     assert configs["random"].verifier == "random" and configs["random"].format_weight == 0
     with pytest.raises(ValueError, match="arm must be one of"):
         L.arm_config("ppo", seed=0)
+
+
+def test_the_update_spread_is_each_batchs_norm_range_over_its_mean():
+    r = run({"x": [0.0, 0.0]}, grad_norms=[[1.0, 3.0], [2.0, 2.0, 2.0]])
+    assert L.update_spread(r) == pytest.approx((2.0 / 2.0 + 0.0) / 2)
+    with pytest.raises(ValueError, match="two or more optimiser steps"):
+        L.update_spread(run({"x": [0.0]}, grad_norms=[[1.0]]))
+
+
+@pytest.mark.parametrize("arm_lates, expect, verdict", [
+    ((1.0, 1.1, 1.2), +1, "reproduced"),
+    ((1.0, 1.1, 1.2), -1, "opposite"),
+    ((0.0, 0.15, 0.3), +1, "inside the seeds' spread"),
+    ((0.0, 0.15, 0.3), 0, "reproduced"),                  # a tie is what "as well" predicts
+    ((1.0,), +1, "one seed: not weighed"),
+])
+def test_a_claim_is_read_against_the_seeds_spread(arm_lates, expect, verdict):
+    arms = {"a": {s: run({"m": [v, v]}) for s, v in enumerate(arm_lates)},
+            "ref": {s: run({"m": [v, v]}) for s, v in enumerate((0.1, 0.15, 0.2))}}
+    got = L.read_claim(arms, L.PaperClaim("t", "s", "a", "ref", "m", expect), width=2)
+    assert got["verdict"] == verdict and got["values"] == list(arm_lates)
+    assert got["gap"] == pytest.approx(sum(arm_lates) / len(arm_lates) - 0.15)
+
+
+def test_the_toys_verdicts_are_chapter_11s():
+    """Chapter 11's own checks on the same stored runs: entropy ties under Clip-Higher, wrong answers' lengths tie."""
+    from pathlib import Path
+    from course_lib.toy.long_answers import verdict_checks
+    data = Path(__file__).resolve().parents[1] / "notebooks" / "data"
+    checks = {text: holds for _, text, holds in verdict_checks(data)}
+    toy = L.toy_verdicts(data)
+    assert checks["entropy ties between eps_high 0.2 and 0.28"] and toy[L.CLAIMS[0].text].endswith("ch. 11 tie")
+    assert checks["five seeds: wrong answers' lengths tie"] and toy[L.CLAIMS[3].text].endswith("ch. 11 tie")
+    assert set(toy) == {c.text for c in L.CLAIMS}

@@ -11,6 +11,7 @@ An arm differs from another only when the gap between their means exceeds the la
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from statistics import mean
 
 from ..toy.curves import against_values
@@ -122,3 +123,93 @@ def top_reply_share(measure: dict, per_question: int | None = None) -> float:
     texts = measure["texts"]
     shares = [Counter(t.strip() for t in texts[i:i + n]).most_common(1)[0][1] / n for i in range(0, len(texts), G)]
     return mean(shares)
+
+
+def update_spread(run: dict) -> float:
+    """How much the size of an update changes within a batch: per RL step, the spread (max - min) of its
+    optimiser steps' gradient norms over their mean, averaged over the steps."""
+    spreads = [(max(s) - min(s)) / mean(s) for s in run["grad_norms"] if len(s) > 1 and mean(s) > 0]
+    if not spreads:
+        raise ValueError("the run holds no RL step with two or more optimiser steps")
+    return mean(spreads)
+
+
+# a paper's claim read on the stored runs: ``arm`` against ``reference`` on ``measure`` (a row metric's late mean,
+# "held-out pass@1" after training, or "update spread"), and the direction the claim predicts (+1 above, -1
+# below, 0 a tie: "as well")
+@dataclass(frozen=True)
+class PaperClaim:
+    text: str
+    source: str
+    arm: str
+    reference: str
+    measure: str
+    expect: int
+
+
+CLAIMS = (
+    PaperClaim("Clip-Higher keeps the entropy from collapsing", "DAPO §3.1", "dapo", "grpo", "entropy/mean", +1),
+    PaperClaim("GSPO clips far more yet trains as well", "GSPO §4-5", "gspo", "grpo", "held-out pass@1", 0),
+    PaperClaim("CISPO, keeping the clipped tokens' gradient, learns faster", "MiniMax-M1 §3.1", "cispo", "dapo",
+               "reward/mean", +1),
+    PaperClaim("Dr. GRPO removes the length bias: wrong replies grow no longer", "Dr. GRPO §3", "dr_grpo", "grpo",
+               "len/wrong", -1),
+    PaperClaim("SAPO's soft gate gives steadier updates than a hard clip", "SAPO", "sapo", "grpo", "update spread",
+               -1),
+)
+
+
+def claim_values(by_seed: dict[int, dict], measure: str, width: int = 10) -> list[float]:
+    """An arm's per-seed values of a claim's measure."""
+    if measure == "held-out pass@1":
+        return [by_seed[s]["after"]["sampled"]["pass@1"] for s in sorted(by_seed)]
+    if measure == "update spread":
+        return [update_spread(by_seed[s]) for s in sorted(by_seed)]
+    return late_values(by_seed, measure, width)
+
+
+def read_claim(arms: dict[str, dict[int, dict]], c: PaperClaim, width: int = 10) -> dict:
+    """A claim on the runs: both arms' per-seed values, the gap, chapter 07's "differs" (None with one seed) and
+    the verdict: "reproduced" (the predicted direction, or a tie where a tie is predicted), "opposite", "inside the
+    seeds' spread", or "one seed: not weighed"."""
+    a, b = claim_values(arms[c.arm], c.measure, width), claim_values(arms[c.reference], c.measure, width)
+    row = against_values({c.arm: a, c.reference: b}, c.reference)
+    r = next(x for x in row if x["label"] == c.arm)
+    differs = r["differs"] if min(len(a), len(b)) >= 2 else None
+    if differs is None:
+        verdict = "one seed: not weighed"
+    elif differs == c.expect:
+        verdict = "reproduced"
+    elif differs == 0:
+        verdict = "inside the seeds' spread"
+    else:
+        verdict = "opposite"
+    return {"values": a, "reference": b, "gap": r["gap"], "differs": differs, "verdict": verdict}
+
+
+def toy_verdicts(data_dir) -> dict[str, str]:
+    """What chapters 07 and 11 found on the toy for each claim (by the claim's text), from their stored runs, by the
+    same rule: the arm's direction against its reference, or "not run on the toy"."""
+    import os
+
+    from ..toy.curves import against
+    from ..toy.experiments import load_results
+
+    def direction(name: str, key: str, arm: str, ref: str) -> str:
+        runs = load_results(os.path.join(data_dir, f"toy_{name}.json"))[1]
+        d = next(r for r in against(runs, key, ref) if r["label"] == arm)["differs"]
+        return {1: "above", -1: "below", 0: "tie"}[d]
+
+    sym, high = "symmetric 0.2 / 0.2", "Clip-Higher 0.2 / 0.28"
+    return {
+        CLAIMS[0].text: (f"entropy: ch. 07 {direction('clip_higher', 'entropy/mean', high, sym)}, "
+                         f"ch. 11 {direction('long_clip_higher', 'entropy/mean', high, sym)}"),
+        CLAIMS[1].text: ("held-out accuracy, 4 updates a batch: ch. 07 "
+                         + direction("multi_step", "acc/heldout", "GSPO, exact pi_old", "PPO, exact pi_old")),
+        CLAIMS[2].text: ("held-out accuracy, 4 updates a batch, against PPO's clip: ch. 07 "
+                         + direction("multi_step", "acc/heldout", "CISPO, exact pi_old", "PPO, exact pi_old")),
+        CLAIMS[3].text: ("wrong answers' length: ch. 11 "
+                         + direction("long_aggregation", "len/wrong", "Dr. GRPO (constant, no std)",
+                                     "seq-mean-token-mean (GRPO)")),
+        CLAIMS[4].text: "not run on the toy with several updates (chapter 05 draws the gate)",
+    }
