@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -71,12 +72,20 @@ def heldout(chat: lm.ChatLM) -> dict:
 def measured_run(cfg, desc: str, *, on_step=None, measure_heldout: bool = True) -> dict:
     """Train ``cfg`` in this process (its peak memory is the run's own), then measure it on the held-out
     questions where it trained: the trainer's rows, wall time, tokens per second, peak memory, ``heldout``
-    (left out, with ``after`` None, when ``measure_heldout`` is False)."""
+    (left out, with ``after`` None, when ``measure_heldout`` is False), and the machine's 1-minute load average
+    after each step (``load_1min``: above the 2 threads' 2, other work shared the cores and the times overstate a
+    step's cost)."""
     from course_lib.lm.policy import build_policy
     from course_lib.rl import train
     torch.set_num_threads(2)
+    loads = []
+
+    def each_step(row):
+        loads.append(round(os.getloadavg()[0], 2))
+        if on_step is not None:
+            on_step(row)
     t0 = time.perf_counter()
-    hist = train(cfg, progress=True, desc=desc, on_step=on_step)
+    hist = train(cfg, progress=True, desc=desc, on_step=each_step)
     train_s = time.perf_counter() - t0
     if measure_heldout:
         policy = build_policy(device=cfg.resolved_device())
@@ -92,7 +101,7 @@ def measured_run(cfg, desc: str, *, on_step=None, measure_heldout: bool = True) 
             "eval_seconds": round(time.perf_counter() - t1, 1),
             "sample_tok_s": tokens_per_s("sample"), "learn_tok_s": tokens_per_s("learn"),
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-            "after": after, "environment": environment()}
+            "after": after, "environment": environment(), "load_1min": loads}
 
 
 def store(out: Path, key: str, result: dict) -> None:

@@ -130,3 +130,10 @@ def chapter_index(notebooks_dir) -> list[tuple[str, str]]:
 def joined(values: Sequence, spec: str) -> str:
     """Numbers formatted alike and joined by commas: joined([0.25, 0.5], ".0%") -> "25%, 50%"."""
     return ", ".join(format(v, spec) for v in values)
+
+
+def mean_and_range(values: Sequence, spec: str) -> str:
+    """The mean of a few numbers (one per seed) and their range, max - min, alike: "0.412 (0.031)"."""
+    if not values:
+        raise ValueError("mean_and_range needs at least one value")
+    return f"{sum(values) / len(values):{spec}} ({max(values) - min(values):{spec}})"

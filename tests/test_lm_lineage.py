@@ -49,9 +49,9 @@ def test_what_a_clip_removes_depends_on_the_loss():
 
 def test_the_share_of_clipped_optimiser_steps_counts_every_update():
     r = run({"x": [0.0, 0.0]}, grad_norms=[[0.5, 1.5, 2.0, 0.9], [1.0, 3.0, 0.1, 0.2]], grad_clip=1.0)
-    assert L.grad_clip_share(r) == 3 / 8                    # a norm equal to the clip is not scaled down
+    assert L.clipped_update_share(r) == 3 / 8                    # a norm equal to the clip is not scaled down
     with pytest.raises(ValueError, match="no gradient norm"):
-        L.grad_clip_share(run({"x": [0.0]}))
+        L.clipped_update_share(run({"x": [0.0]}))
 
 
 def test_the_top_reply_share_reads_each_questions_replies_and_can_read_fewer():

@@ -103,7 +103,7 @@ def removed_share(run: dict) -> tuple[str | None, list[int], list[float]]:
     return unit, steps, [a + b for a, b in zip(low, high)]
 
 
-def grad_clip_share(run: dict) -> float:
+def clipped_update_share(run: dict) -> float:
     """The share of a run's optimiser steps whose gradient norm before clipping exceeded ``grad_clip``."""
     norms = [n for step in run["grad_norms"] for n in step]
     if not norms:
