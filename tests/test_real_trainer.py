@@ -81,14 +81,19 @@ def test_a_verifier_that_raises_names_the_prompt_and_the_reply(task, monkeypatch
 
 
 def test_config_names_the_known_policies_and_tasks():
-    with pytest.raises(ValueError, match="policy must be one of \\['smollm2', 'tiny_gpt'\\], got 'gpt2'"):
+    known = "\\['smollm2', 'smollm2_lora', 'tiny_gpt'\\]"
+    with pytest.raises(ValueError, match=f"policy must be one of {known}, got 'gpt2'"):
         RunConfig(policy="gpt2")
     with pytest.raises(ValueError, match="task must be one of .*'chat_addition'"):
         RunConfig(task="sorting")
     with pytest.raises(ValueError, match="'chat_addition' task's token ids are the 'smollm2' policy's"):
         RunConfig(task="chat_addition", heldout_pairs=20)
-    assert tuple(POLICIES) == ("tiny_gpt", "smollm2") and "chat_addition" in TASKS
+    assert tuple(POLICIES) == ("tiny_gpt", "smollm2", "smollm2_lora") and "chat_addition" in TASKS
     assert make_config("real").policy == "smollm2"
+    assert make_config("real", policy="smollm2_lora").task == "chat_addition"      # the same token ids
+    with pytest.raises(ValueError, match="'addition' task's token ids are the 'tiny_gpt' policy's, got "
+                                         "policy='smollm2_lora'"):
+        make_config("smoke", policy="smollm2_lora")
 
 
 def test_the_policy_forward_equals_the_padded_full_forward_at_every_reply_token(policy, batch):

@@ -49,7 +49,8 @@ class RunConfig:
                                        # "scratchpad" (three digits, worked out column by column:
                                        # toy.scratchpad), or one added with registry.register_task
     policy: str = "tiny_gpt"           # a name in registry.POLICIES: the toy's TinyGPT (sized by the fields below,
-                                       # warm-started), or "smollm2", the real chat model (task "chat_addition")
+                                       # warm-started), "smollm2", the real chat model (task "chat_addition"), or
+                                       # "smollm2_lora", the same with LoRA adapters (the lora_* fields)
     seed: int = 0                      # RL seed: prompt order, sampling, minibatch order
     steps: int = 300                   # RL steps (one rollout batch each)
     device: str = "auto"               # "auto": CUDA when available, else CPU; or "cpu" / "cuda"
@@ -64,6 +65,11 @@ class RunConfig:
     # --- the held-out split, in the task's unit (never trained on) ----------------------------
     heldout_questions: int = _plugin(500)   # the toy's tasks ("addition", "scratchpad"): held-out prompts
     heldout_pairs: int = _plugin(10)   # "chat_addition": held-out pairs {a, b}, both orders, every wording
+    # --- the smollm2_lora policy (lm.lora): LoRA adapters on the real model (peft) ------------
+    lora_rank: int = _plugin(1)        # r of every adapter, 1 .. the smallest targeted layer's min(in, out)
+    lora_alpha: float = _plugin(32.0)  # the adapters' scale is lora_alpha / lora_rank (peft's default scaling)
+    lora_targets: tuple = _plugin(("all-linear",))   # peft's target_modules: "all-linear" (every linear layer
+                                       # but the head), or module names ("q_proj", "v_proj", ...)
     # --- the tiny_gpt policy (toy.policy.TinyGPT): its size ... --------------------------------
     n_layer: int = _plugin(2)
     d_model: int = _plugin(64)
@@ -163,7 +169,7 @@ class RunConfig:
         policy = policy_class(self.policy)                     # ValueError for an unknown policy, naming the known
         task = make_task(self)                                 # ValueError for an unknown task
         verifiers = task.verifiers
-        if task.policy != self.policy:
+        if task.policy != (policy.token_ids or self.policy):
             raise ValueError(f"the {self.task!r} task's token ids are the {task.policy!r} "
                              f"policy's, got policy={self.policy!r}")
         self._check_plugin_fields(policy.config_fields, task.config_fields)

@@ -30,6 +30,8 @@ class Policy(nn.Module):
     score_rows: int | None = None
     # the run config's plug-in fields this policy reads (``RunConfig``: a run stores them, no other policy sets them)
     config_fields: tuple[str, ...] = ()
+    # the registered policy whose token ids this one reads and writes (a task names it); None: its own name
+    token_ids: str | None = None
 
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement the learner's forward")

@@ -11,7 +11,8 @@ from typing import Callable
 
 # name -> a ``rl.policy.Policy`` subclass (its ``for_config`` and ``initial`` build it for a config)
 POLICIES: dict[str, type | str] = {"tiny_gpt": "course_lib.toy.policy:TinyGPT",
-                                   "smollm2": "course_lib.lm.policy:ChatPolicy"}
+                                   "smollm2": "course_lib.lm.policy:ChatPolicy",
+                                   "smollm2_lora": "course_lib.lm.lora:LoraChatPolicy"}
 # name -> factory(cfg) -> a task (``rl.task.Task``) sized by the config. "chat_addition" is the real model's task
 TASKS: dict[str, Callable | str] = {"addition": "course_lib.toy.task:addition_task",
                                     "scratchpad": "course_lib.toy.scratchpad:scratchpad_task",

@@ -1,0 +1,95 @@
+"""LoRA on the real model (lm.lora): the wrapped model starts as the pretrained one, only its adapters train, pi_ref
+is the same model with the adapters off, a rank that does not fit names the limit, and the trainer runs it by name."""
+import pytest
+import torch
+
+from course_lib.lm.lora import AdaptersOff, LoraChatPolicy, rank_limit, targeted_linears
+from course_lib.lm.model import prompt_tensor
+from course_lib.lm.policy import build_policy
+from course_lib.lm.task import SYSTEM, ChatAdditionTask
+from course_lib.rl.config import make_config
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return build_policy()
+
+
+def batch(policy):
+    q = ChatAdditionTask().questions("heldout")
+    prompts = prompt_tensor([policy.chat.chat_ids(t, SYSTEM) for t in q.texts[:2]])
+    return prompts, torch.tensor([[30, 31, 32, 33], [40, 41, 42, 43]])
+
+
+def test_a_fresh_adapter_is_the_pretrained_model_and_only_the_adapters_train(base):
+    lora = LoraChatPolicy(build_policy().chat, rank=2)
+    prompts, cont = batch(base)
+    with torch.no_grad():
+        assert torch.equal(lora(prompts, continuation=cont), base(prompts, continuation=cont))    # B = 0
+        a = lora.rollout(prompts, 6, greedy=True)
+        b = base.rollout(prompts, 6, greedy=True)
+    assert torch.equal(a.responses, b.responses)
+    trainable = {n for n, p in lora.named_parameters() if p.requires_grad}
+    assert trainable and all(".lora_A." in n or ".lora_B." in n for n in trainable)
+    want = sum(2 * (m.in_features + m.out_features) for m in targeted_linears(base.chat.model, ("all-linear",)).values())
+    assert sum(p.numel() for p in lora.trainable_parameters()) == want          # rank x (in + out) per layer
+    assert sum(p.numel() for p in lora.trainable_parameters()) == 2 * 305_280   # 30 layers x 7 linears, rank 2
+
+
+def test_a_step_moves_the_adapters_alone_and_the_reference_stays_pretrained(base):
+    lora = LoraChatPolicy(build_policy().chat, rank=1)
+    frozen = {n: p.detach().clone() for n, p in lora.named_parameters() if not p.requires_grad}
+    prompts, cont = batch(base)
+    opt = torch.optim.AdamW(lora.trainable_parameters(), lr=1e-3)
+    logits = lora(prompts, continuation=cont[:, :-1])
+    loss = -torch.log_softmax(logits, -1).gather(2, cont[..., None]).mean()
+    loss.backward()
+    assert base.chat.model.get_input_embeddings().weight.grad is None
+    assert all(p.grad is None for n, p in lora.named_parameters() if not p.requires_grad)   # no base gradient
+    opt.step()
+    assert len(opt.state) == len(lora.trainable_parameters())                                # adapters' state only
+    assert all(torch.equal(p, frozen[n]) for n, p in lora.named_parameters() if not p.requires_grad)
+    ref = lora.reference()
+    assert isinstance(ref, AdaptersOff) and ref.state_dict() == {}
+    with torch.no_grad():
+        after, pretrained = lora(prompts, continuation=cont), base(prompts, continuation=cont)
+        assert not torch.equal(after, pretrained)
+        assert torch.equal(ref(prompts, continuation=cont), pretrained)
+        assert torch.equal(lora(prompts, continuation=cont), after)              # the switch comes back on
+
+
+def test_a_rank_or_target_that_does_not_fit_names_the_limit(base):
+    assert rank_limit(base.chat.model, ("all-linear",)) == (192, "model.layers.0.self_attn.k_proj")
+    assert rank_limit(base.chat.model, ("q_proj", "o_proj"))[0] == 576
+    with pytest.raises(ValueError, match=r"lora_rank=193 does not fit.*k_proj maps 192.*use 1 \.\. 192"):
+        LoraChatPolicy(base.chat, rank=193)
+    with pytest.raises(ValueError, match=r"names no linear layer.*'q_proj'"):
+        LoraChatPolicy(base.chat, targets=("qproj",))
+    with pytest.raises(ValueError, match="lora_rank must be an int >= 1"):
+        LoraChatPolicy(base.chat, rank=0)
+
+
+def test_the_config_names_the_lora_policy_and_its_fields_and_no_other_policy_reads_them():
+    cfg = make_config("real", policy="smollm2_lora", lora_rank=4, lora_targets=("q_proj", "v_proj"))
+    assert {"lora_rank", "lora_alpha", "lora_targets"} <= set(cfg.stored_fields())
+    assert "lora_rank" not in make_config("real").stored_fields()
+    with pytest.raises(ValueError, match="lora_rank=4 is read by neither the policy 'smollm2'"):
+        make_config("real", lora_rank=4)
+
+
+def test_the_trainer_trains_a_lora_policy_by_name():
+    from course_lib.rl import train
+    cfg = make_config("real", policy="smollm2_lora", lora_rank=1, steps=1, prompts_per_step=2, group_size=4,
+                      micro_batches=1, max_new_tokens=8, lr=1e-3, warmup_steps=1, num_threads=1,
+                      verifier="random", format_weight=0.0)              # coins: every group has a signal
+    hist = train(cfg, progress=False)
+    state = hist.final_state
+    base = build_policy().state_dict()
+    moved = [k for k in state if ".lora_B." in k and state[k].abs().max() > 0]
+    assert moved                                                                  # the adapters learned
+    assert hist.rows[1]["groups/zero_signal_frac"] < 1
+    for k, v in base.items():                                                    # every base weight as it was
+        key = next(x for x in (k, k.replace(".weight", ".base_layer.weight")) if x in state)
+        assert torch.equal(state[key], v), k
