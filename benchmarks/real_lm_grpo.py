@@ -75,7 +75,7 @@ def measured_run(cfg, desc: str, *, on_step=None, measure_heldout: bool = True) 
     (left out, with ``after`` None, when ``measure_heldout`` is False), and the machine's 1-minute load average
     after each step (``load_1min``: above the 2 threads' 2, other work shared the cores and the times overstate a
     step's cost)."""
-    from course_lib.lm.policy import build_policy
+    from course_lib.rl.registry import policy_class
     from course_lib.rl import train
     torch.set_num_threads(2)
     loads = []
@@ -88,7 +88,7 @@ def measured_run(cfg, desc: str, *, on_step=None, measure_heldout: bool = True) 
     hist = train(cfg, progress=True, desc=desc, on_step=each_step)
     train_s = time.perf_counter() - t0
     if measure_heldout:
-        policy = build_policy(device=cfg.resolved_device())
+        policy = policy_class(cfg.policy).for_config(cfg, torch.float32, cfg.resolved_device())   # LoRA too
         policy.load_state_dict(hist.final_state)
     t1 = time.perf_counter()
     after = heldout(policy.chat) if measure_heldout else None
