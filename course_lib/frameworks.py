@@ -633,7 +633,7 @@ def to_verl(cfg) -> list[tuple[str, object, str]]:
         else:
             out.append(("# bypass", None, f"bypass mode has its own loss (ppo_clip/reinforce); "
                         f"no verl setting runs {loss} there"))
-    return out + _mismatch_note(cfg) + not_translated(cfg, "verl")
+    return out + _lora(cfg, "verl") + _mismatch_note(cfg) + not_translated(cfg, "verl")
 
 
 def _mismatch_note(cfg) -> list:
@@ -659,9 +659,33 @@ _CARRIED = frozenset({
     "std_scaling", "std_scope", "kl_coef", "kl_estimator", "dynamic_sampling", "overlong_penalty",
     "overlong_cache", "mask_truncated", "format_weight", "mismatch", "logits_noise", "stale_steps",
     "old_logp_source", "correction", "correction_level", "correction_cap", "sampler_precision"})
-CARRIED = {"verl": _CARRIED | {"tau_pos", "tau_neg", "max_sampling_rounds"},
-           "TRL": _CARRIED | {"tau_pos", "tau_neg", "lr_schedule", "lr_min", "warmup_steps", "grad_clip"},
-           "OpenRLHF": _CARRIED}
+LORA_FIELDS = frozenset({"lora_rank", "lora_alpha", "lora_targets"})
+CARRIED = {"verl": _CARRIED | LORA_FIELDS | {"tau_pos", "tau_neg", "max_sampling_rounds"},
+           "TRL": _CARRIED | LORA_FIELDS | {"tau_pos", "tau_neg", "lr_schedule", "lr_min", "warmup_steps",
+                                            "grad_clip"},
+           "OpenRLHF": _CARRIED | LORA_FIELDS}
+
+
+def _lora(cfg, framework: str) -> list:
+    """LoRA's settings in ``framework`` for a run of the LoRA policy (``lm.lora``; peft in every one of them):
+    verl's ``actor_rollout_ref.model.lora_*`` (its alpha defaults to 16), OpenRLHF's ``--ds.lora.*``, and for
+    TRL a peft ``LoraConfig`` handed to the trainer, not to GRPOConfig."""
+    if "lora_rank" not in cfg.stored_fields():
+        return []
+    r, alpha, targets = cfg.lora_rank, cfg.lora_alpha, tuple(cfg.lora_targets)
+    modules = targets[0] if targets == ("all-linear",) else list(targets)
+    if framework == "verl":
+        m = "actor_rollout_ref.model."
+        return [(m + "lora_rank", r, "adapters on the actor; 0 is full fine-tuning"),
+                (m + "lora_alpha", alpha, "verl's default is 16"), (m + "target_modules", modules, "")]
+    if framework == "OpenRLHF":
+        whole = float(alpha).is_integer()
+        return [("--ds.lora.rank", r, ""),
+                ("--ds.lora.alpha", int(alpha) if whole else alpha,
+                 "" if whole else "OpenRLHF's parser takes an integer: round it, or scale the rank with it"),
+                ("--ds.lora.target_modules", [modules] if isinstance(modules, str) else modules, "")]
+    return [("# peft_config", None, f"GRPOTrainer(..., peft_config=LoraConfig(r={r}, lora_alpha={alpha:g}, "
+             f"target_modules={modules!r}, lora_dropout=0.0)): a trainer argument, not a GRPOConfig setting")]
 
 
 def not_translated(cfg, framework: str) -> list:
@@ -831,7 +855,7 @@ def to_trl(cfg) -> list[tuple[str, object, str]]:
                 ("vllm_importance_sampling_clip_max", cfg.correction_cap, "")]
     if cfg.old_logp_source == "sampler":
         out.append(("# pi_old", None, "TRL always recomputes pi_old with the trainer"))
-    return out + _mismatch_note(cfg) + not_translated(cfg, "TRL")
+    return out + _lora(cfg, "TRL") + _mismatch_note(cfg) + not_translated(cfg, "TRL")
 
 
 OPENRLHF_ADV = {"grpo": "group_norm", "rloo": "rloo", "reinforce_pp": "reinforce",
@@ -910,7 +934,7 @@ def to_openrlhf(cfg) -> list[tuple[str, object, str]]:
                      "LOW HIGH; 0: no lower bound")]
     if cfg.old_logp_source == "sampler":
         out.append(("# pi_old", None, "OpenRLHF recomputes pi_old with the trainer"))
-    return out + _mismatch_note(cfg) + not_translated(cfg, "OpenRLHF")
+    return out + _lora(cfg, "OpenRLHF") + _mismatch_note(cfg) + not_translated(cfg, "OpenRLHF")
 
 
 def translation_cases() -> dict:
@@ -918,8 +942,8 @@ def translation_cases() -> dict:
     chapter-07 comparison variant, each correction (TIS, MIS; token, sequence), dynamic sampling, the
     overlong penalty, the KL in the loss with each estimator, dual clip, several optimiser steps and
     epochs per batch, and chapters 10 and 11's knobs (micro-batches, ranks, the entropy bonus, the batch
-    std, a format reward, masked truncated responses). The peers tests hand each one to verl, TRL and
-    OpenRLHF."""
+    std, a format reward, masked truncated responses), and LoRA on the real model. The peers tests hand each
+    one to verl, TRL and OpenRLHF."""
     from dataclasses import replace
     from . import losses
     from .rl.config import SIZES, make_config
@@ -948,6 +972,10 @@ def translation_cases() -> dict:
     cases["batch std"] = replace(long, std_scope="batch")
     cases["format reward"] = replace(long, format_weight=0.5)
     cases["mask truncated"] = replace(long, mask_truncated=True)
+    # LoRA on the real model (lm.lora): every linear layer, and two named ones at another rank and alpha
+    cases["LoRA rank 1"] = make_config("real", policy="smollm2_lora")
+    cases["LoRA rank 4, q and v, alpha 8"] = make_config("real", policy="smollm2_lora", lora_rank=4,
+                                                        lora_alpha=8.0, lora_targets=("q_proj", "v_proj"))
     return cases
 
 
@@ -976,7 +1004,9 @@ def _fmt(v) -> str:
 
 def _hydra(v) -> str:
     """A value as a Hydra override writes it: strings that Hydra would read as a number (an IcePop
-    '1e-09_2') are quoted."""
+    '1e-09_2') are quoted; a list is [a,b] without spaces."""
+    if isinstance(v, list):
+        return "[" + ",".join(_hydra(x) for x in v) + "]"
     if isinstance(v, str):
         try:
             float(v)

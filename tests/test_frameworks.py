@@ -383,3 +383,20 @@ def test_a_sampler_in_another_precision_is_named_in_every_translation():
         notes = [note for key, _, note in translate(cfg) if key == "# sampler precision"]
         assert notes and "bf16" in notes[0] and "fp32" in notes[0], translate.__name__
         assert not [k for k, _, _ in translate(make_config("smoke")) if k == "# sampler precision"]
+
+
+def test_a_lora_run_carries_its_adapters_into_each_framework():
+    from course_lib.rl.config import make_config
+    cfg = make_config("real", policy="smollm2_lora", lora_rank=4, lora_targets=("q_proj", "v_proj"))
+    verl = {k: v for k, v, _ in fw.to_verl(cfg)}
+    assert (verl["actor_rollout_ref.model.lora_rank"], verl["actor_rollout_ref.model.lora_alpha"],
+            verl["actor_rollout_ref.model.target_modules"]) == (4, 32.0, ["q_proj", "v_proj"])
+    ohf = {k: v for k, v, _ in fw.to_openrlhf(cfg)}
+    assert (ohf["--ds.lora.rank"], ohf["--ds.lora.alpha"], ohf["--ds.lora.target_modules"]) == (4, 32,
+                                                                                            ["q_proj", "v_proj"])
+    trl = {k: n for k, _, n in fw.to_trl(cfg)}
+    assert "peft_config=LoraConfig(r=4, lora_alpha=32, target_modules=['q_proj', 'v_proj']" in trl["# peft_config"]
+    for rows in (fw.to_verl(cfg), fw.to_trl(cfg), fw.to_openrlhf(cfg)):
+        note = dict((k, n) for k, _, n in rows).get("# not translated", "")
+        assert "lora_" not in note
+    assert not any("lora" in k for k, _, _ in fw.to_verl(make_config("real")))     # full fine-tuning: none

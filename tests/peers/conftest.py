@@ -19,11 +19,13 @@ REASON = ("needs the peers environment (verl 0.9.1, TRL 1.16.0, OpenRLHF 0.11.2 
           "`make peers` builds it and runs tests/peers there")
 
 # What the machine adds to every translation so that the frameworks' own checks can run: a cluster
-# size for verl's batch arithmetic, micro-batch sizes it insists on, and for TRL a CPU with bf16 off.
+# size for verl's batch arithmetic, micro-batch sizes it insists on, the rollout engine (verl reads it to
+# check a LoRA rank; vllm's check imports vLLM, which the peers venv lacks), and for TRL a CPU with bf16 off.
 VERL_MACHINE = ["trainer.n_gpus_per_node=8", "trainer.nnodes=1",
                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
                 "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1",
-                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1"]
+                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1",
+                "actor_rollout_ref.rollout.name=sglang"]
 TRL_MACHINE = {"use_cpu": True, "bf16": False, "output_dir": "unused-peers-output", "report_to": []}
 OPENRLHF_MACHINE = ["--actor.model_name_or_path", "unused", "--reward.remote_url", "unused"]
 
