@@ -128,6 +128,28 @@ def run_missing(script: str, keys: list[str], out: Path, stored: dict, force: bo
         subprocess.run([sys.executable, script, "--one", arm, seed, "--out", str(out), *extra], check=True)
 
 
+def open_record(out: Path, settings: dict, arm_config, steps: int, force: bool) -> dict:
+    """The record in ``out`` (a new one holding ``settings`` if there is none, written once runs are asked for).
+    Another script's settings are an error; so is a stored run whose config differs from what ``arm_config(arm,
+    seed, steps)`` builds today, unless ``force`` (which trains the runs asked for again)."""
+    record = json.loads(out.read_text()) if out.exists() else {"settings": settings, "runs": {}}
+    if record["settings"] != settings:
+        raise SystemExit(f"{out} holds runs of other settings ({record['settings']}); pass another --out")
+    stale = [key for key, run in record["runs"].items()
+             if run["config"] != config_record(arm_config(key.split("/")[0], int(key.split("/")[1]), steps))]
+    if stale and not force:
+        raise SystemExit(f"stored runs {stale} were made with another config than this script builds; "
+                         f"pass --force with --runs to train them again")
+    return record
+
+
+def list_runs(keys: list[str], record: dict) -> None:
+    """One line per run: stored (with its minutes) or missing."""
+    for key in keys:
+        run = record["runs"].get(key)
+        print(f"{key:18s} " + (f"stored, {run['train_seconds'] / 60:.1f} min" if run else "missing"))
+
+
 def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
     """Train one (arm, seed), measure it, and store it in ``out`` (this process does only this)."""
     store(out, f"{arm}/{seed}", measured_run(arm_config(arm, seed, steps), f"{arm} seed {seed}"))

@@ -36,12 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from real_lm_grpo import EVAL, measured_run, run_missing, store     # noqa: E402
+from real_lm_grpo import EVAL, list_runs, measured_run, open_record, run_missing, store   # noqa: E402
 
 from course_lib.lm import lineage                                  # noqa: E402
 from course_lib.lm.lineage import ARMS, REGIME                     # noqa: E402
 from course_lib.rl.config import make_config                       # noqa: E402
-from course_lib.rl.history import config_record                    # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_lineage.json"
 PILOT_OUT = ROOT / "notebooks" / "data" / "real_lm_lineage_pilot.json"
@@ -106,29 +105,13 @@ def main(argv=None) -> None:
     out = Path(a.out or (PILOT_OUT if a.pilot else OUT))
     if a.one:
         return one_run(a.one[0], int(a.one[1]), a.steps, out)
-    settings = {"steps": a.steps, "regime": REGIME, "eval": EVAL}
-    record = json.loads(out.read_text()) if out.exists() else {"settings": settings, "runs": {}}
-    if record["settings"] != settings:
-        raise SystemExit(f"{out} holds runs of other settings ({record['settings']}); pass another --out")
-    stale = [key for key, run in record["runs"].items()
-             if run["config"] != config_record(arm_config(*_arm_seed(key), a.steps))]
-    if stale and not a.force:
-        raise SystemExit(f"stored runs {stale} were made with another config than this script builds; "
-                         f"pass --force with --runs to train them again")
+    record = open_record(out, {"steps": a.steps, "regime": REGIME, "eval": EVAL}, arm_config, a.steps, a.force)
     if a.list:
-        for key in plan:
-            run = record["runs"].get(key)
-            print(f"{key:18s} " + (f"stored, {run['train_seconds'] / 60:.1f} min" if run else "missing"))
-        return
+        return list_runs(plan, record)
     if not out.exists():
         out.write_text(json.dumps(record, indent=1) + "\n")
     run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
-
-
-def _arm_seed(key: str) -> tuple[str, int]:
-    arm, seed = key.split("/")
-    return arm, int(seed)
 
 
 if __name__ == "__main__":

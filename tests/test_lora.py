@@ -1,5 +1,7 @@
 """LoRA on the real model (lm.lora): the wrapped model starts as the pretrained one, only its adapters train, pi_ref
 is the same model with the adapters off, a rank that does not fit names the limit, and the trainer runs it by name."""
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -93,3 +95,27 @@ def test_the_trainer_trains_a_lora_policy_by_name():
     for k, v in base.items():                                                    # every base weight as it was
         key = next(x for x in (k, k.replace(".weight", ".base_layer.weight")) if x in state)
         assert torch.equal(state[key], v), k
+
+
+def test_the_lora_sweep_is_chapter_13s_run_with_adapters_and_its_full_arms_are_chapter_13s_config():
+    import importlib.util
+    import json
+    from pathlib import Path
+    from course_lib.rl.history import config_record
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("real_lm_lora", root / "benchmarks" / "real_lm_lora.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for arm in script.ARMS:
+        cfg = script.arm_config(arm, seed=0)
+        assert set(cfg.diff(make_config("real", num_threads=2))) <= {"lr", "policy", "lora_rank", "lora_alpha",
+                                                                     "lora_targets"}
+        assert (cfg.policy == "smollm2_lora") == arm.startswith("r1_")
+    assert min(script.LORA_LRS) == make_config("real").lr                   # full fine-tuning's rate, copied over
+    ch13 = json.loads((root / "notebooks" / "data" / "real_lm_grpo.json").read_text())["runs"]
+    full = script.arm_config("full_lr1e-05", seed=0)
+    for key, lr in (("grpo/0", 2e-5), ("lr_5e-6/0", 5e-6), ("lr_5e-5/0", 5e-5)):       # read, not trained again
+        want = json.loads(json.dumps(config_record(replace(full, lr=lr))))
+        assert ch13[key]["config"] == want, key
+    with pytest.raises(ValueError, match="arm must be one of"):
+        script.arm_config("r2_lr1e-04", seed=0)
