@@ -108,3 +108,54 @@ def test_the_toys_verdicts_are_chapter_11s():
     assert checks["entropy ties between eps_high 0.2 and 0.28"] and toy[L.CLAIMS[0].text].endswith("ch. 11 tie")
     assert checks["five seeds: wrong answers' lengths tie"] and toy[L.CLAIMS[3].text].endswith("ch. 11 tie")
     assert set(toy) == {c.text for c in L.CLAIMS}
+
+
+# ----------------------------------------------------------------------------------------------
+# the stored runs (notebooks/data/real_lm_lineage*.json) against the script that made them
+# ----------------------------------------------------------------------------------------------
+def _script():
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("real_lm_lineage", root / "benchmarks" / "real_lm_lineage.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def _record(name):
+    import json
+    from pathlib import Path
+    return json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "data" / name).read_text())
+
+
+@pytest.mark.parametrize("name, pilot", [("real_lm_lineage.json", False), ("real_lm_lineage_pilot.json", True)])
+def test_every_stored_run_is_todays_config_with_all_its_rows_and_every_updates_gradient_norm(name, pilot):
+    import json
+    from course_lib.rl.history import config_record
+    script, record = _script(), _record(name)
+    plan = script.PILOT_PLAN if pilot else script.PLAN
+    steps = record["settings"]["steps"]
+    assert record["runs"] and set(record["runs"]) <= set(plan)
+    assert record["settings"]["regime"] == L.REGIME and steps == (script.PILOT_STEPS if pilot else script.STEPS)
+    for key, run in record["runs"].items():
+        arm, seed = key.split("/")
+        assert run["config"] == json.loads(json.dumps(config_record(script.arm_config(arm, int(seed), steps)))), key
+        assert [r["step"] for r in run["rows"]] == list(range(steps + 1)), key
+        updates = run["config"]["epochs"] * run["config"]["minibatches"]
+        assert [len(s) for s in run["grad_norms"]] == [updates] * steps, key
+        assert (run["after"] is None) == pilot, key
+
+
+def test_the_stored_runs_clip_where_the_regime_lets_them_and_the_opened_range_never_does():
+    record = _record("real_lm_lineage.json")
+    for key, run in record["runs"].items():
+        arm = key.split("/")[0]
+        rows = run["rows"][1:]
+        outside = [r["ratio/outside_frac"] for r in rows]
+        assert max(outside) > 0, f"{key}: no ratio ever left its range"           # several updates: r leaves 1
+        if arm == "random_noclip":
+            assert all(r["clip/low_frac"] == r["clip/high_frac"] == 0 for r in rows), key
+        if arm in ("random", "random_noclip"):                              # a fair coin per reply
+            rewards = [r["reward/mean"] for r in rows]
+            assert abs(sum(rewards) / len(rewards) - 0.5) < 0.06, key       # 960 coins: sd 0.016

@@ -31,11 +31,16 @@ def test_every_stored_run_has_todays_config_and_all_its_rows():
         assert evals == [0, *range(run["config"]["eval_every"], run["config"]["steps"] + 1, run["config"]["eval_every"])]
 
 
-def test_the_held_out_summaries_follow_from_the_stored_replies():
+LINEAGE = json.loads((ROOT / "notebooks" / "data" / "real_lm_lineage.json").read_text())
+
+
+@pytest.mark.parametrize("record", [RECORD, LINEAGE], ids=["real_lm_grpo", "real_lm_lineage"])
+def test_the_held_out_summaries_follow_from_the_stored_replies(record):
     q = ChatAdditionTask().questions("heldout")
-    G = RECORD["settings"]["eval"]["group_size"]
+    G = record["settings"]["eval"]["group_size"]
     assert G >= 32, "pass@k after training is read up to k = 32"
-    for key, run in RECORD["runs"].items():
+    assert record["runs"], "the record holds runs"
+    for key, run in record["runs"].items():
         for kind, n in (("sampled", G), ("greedy", 1)):
             s = run["after"][kind]
             answers = [a for a in q.answers for _ in range(n)]
@@ -44,8 +49,8 @@ def test_the_held_out_summaries_follow_from_the_stored_replies():
             assert s["correct_per_group"] == [int(sum(right[i:i + n])) for i in range(0, len(right), n)], key
             assert s["pass@1"] == pytest.approx(sum(right) / len(right)), key
             assert s["categories"] == pytest.approx(runs.category_shares(s)), key
-    assert RECORD["settings"]["eval"]["max_new_tokens"] == TASK["settings"]["max_new_tokens"]   # the same measure
-    assert RECORD["settings"]["eval"]["temperature"] == TASK["settings"]["temperature"]
+    assert record["settings"]["eval"]["max_new_tokens"] == TASK["settings"]["max_new_tokens"]   # the same measure
+    assert record["settings"]["eval"]["temperature"] == TASK["settings"]["temperature"]
 
 
 def test_every_row_carries_the_reply_categories_and_they_agree_with_the_reward():
