@@ -143,6 +143,18 @@ def open_record(out: Path, settings: dict, arm_config, steps: int, force: bool) 
     return record
 
 
+def stored_runs_parser(doc: str, out, steps) -> argparse.ArgumentParser:
+    """The options every stored-run script takes (its own add ``--runs`` and the like): ``--steps``, ``--force``,
+    ``--list``, ``--out`` and the child process's hidden ``--one ARM SEED``."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=steps)
+    p.add_argument("--force", action="store_true", help="train stored runs again")
+    p.add_argument("--list", action="store_true", help="print the plan and what is stored, and stop")
+    p.add_argument("--out", default=None if out is None else str(out))
+    p.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)   # the child process
+    return p
+
+
 def list_runs(keys: list[str], record: dict) -> None:
     """One line per run: stored (with its minutes) or missing."""
     for key in keys:
@@ -156,12 +168,8 @@ def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = stored_runs_parser(__doc__, OUT, make_config("real").steps)
     p.add_argument("--runs", nargs="+", default=PLAN, choices=PLAN, metavar="ARM/SEED")
-    p.add_argument("--steps", type=int, default=make_config("real").steps)
-    p.add_argument("--force", action="store_true", help="train stored runs again")
-    p.add_argument("--out", default=str(OUT))
-    p.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)   # the child process
     a = p.parse_args(argv)
     out = Path(a.out)
     if a.one:
@@ -176,6 +184,8 @@ def main(argv=None) -> None:
     if not record:
         record = {"settings": settings, "runs": {}}
         out.write_text(json.dumps(record, indent=1) + "\n")
+    if a.list:
+        return list_runs(PLAN, record)
     run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
 

@@ -23,7 +23,6 @@ read, not guessed from a mean.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -36,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from real_lm_grpo import EVAL, list_runs, measured_run, open_record, run_missing, store   # noqa: E402
+from real_lm_grpo import (EVAL, list_runs, measured_run, open_record, run_missing, store,  # noqa: E402
+                          stored_runs_parser)
 
 from course_lib.lm import lineage                                  # noqa: E402
 from course_lib.lm.lineage import ARMS, REGIME                     # noqa: E402
@@ -90,14 +90,9 @@ def one_run(arm: str, seed: int, steps: int, out: Path) -> None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = stored_runs_parser(__doc__, None, None)                  # their defaults: the plan's or the pilot's
     p.add_argument("--runs", nargs="+", choices=PLAN + PILOT_PLAN, metavar="ARM/SEED")
-    p.add_argument("--steps", type=int)
     p.add_argument("--pilot", action="store_true", help="run the pilot (PILOT_PLAN, PILOT_STEPS) into PILOT_OUT")
-    p.add_argument("--force", action="store_true", help="train stored runs again")
-    p.add_argument("--list", action="store_true", help="print the plan and what is stored, and stop")
-    p.add_argument("--out")
-    p.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)   # the child process
     a = p.parse_args(argv)
     plan = PILOT_PLAN if a.pilot else PLAN
     a.runs = a.runs or plan

@@ -19,7 +19,6 @@ is skipped, a stored run whose config differs from today's is an error, and ``--
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import replace
@@ -29,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from real_lm_grpo import EVAL, list_runs, measured_run, open_record, run_missing, store   # noqa: E402
+from real_lm_grpo import (EVAL, list_runs, measured_run, open_record, run_missing, store,  # noqa: E402
+                          stored_runs_parser)
 
 from course_lib.rl.config import make_config                       # noqa: E402
 
@@ -51,14 +51,9 @@ def arm_config(arm: str, seed: int, steps: int = STEPS):
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = stored_runs_parser(__doc__, OUT, STEPS)
     p.add_argument("--runs", nargs="+", metavar="ARM/SEED or ARM", help="runs of the plan, or arms with --seeds")
     p.add_argument("--seeds", nargs="+", type=int, help="with --runs ARM ...: these seeds of each arm")
-    p.add_argument("--steps", type=int, default=STEPS)
-    p.add_argument("--force", action="store_true", help="train stored runs again")
-    p.add_argument("--list", action="store_true", help="print the plan and what is stored, and stop")
-    p.add_argument("--out", default=str(OUT))
-    p.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)   # the child process
     a = p.parse_args(argv)
     out = Path(a.out)
     if a.one:

@@ -37,3 +37,17 @@ def title_and_legend_on_top(fig, title: str, handles: list, labels: list) -> Non
     fig.suptitle(title, fontsize=10, y=1.0)
     fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.28 / h),
                ncol=len(handles), frameon=False)
+
+
+def finish_step_panels(axes, titles) -> None:
+    """Panels of curves over RL steps, one per title in order: each titled, small ticks and a light grid; the
+    panels left over hidden, the bottom row's x axis labelled "RL step"."""
+    titles = list(titles)
+    for ax, title in zip(axes.flat, titles):
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=8)
+        light_grid(ax)
+    for ax in axes.flat[len(titles):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("RL step", fontsize=8)

@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt
 
 from ..lm.lineage import LABELS, removed_share, seed_band
 from ..lm.runs import trailing_mean
-from .common import BLUE, GREEN, GREY, ORANGE, PURPLE, RED, light_grid, title_and_legend_on_top
+from .common import (BLUE, GREEN, GREY, ORANGE, PURPLE, RED, finish_step_panels, light_grid,
+                     title_and_legend_on_top)
 from .real_runs import seed_style
 
 # chapter 05's colours for the losses it draws (GRPO blue, DAPO red, CISPO green, SAPO orange)
@@ -38,13 +39,7 @@ def band_curves(arms: dict[str, dict[int, dict]], curves=LINEAGE_CURVES, *, titl
                             trailing_mean(hi, width) if smooth else hi, color=colour, alpha=0.15, lw=0)
             ax.plot(steps, line, color=colour, lw=1.5, marker=None if smooth else "o", ms=3.5,
                     label=f"{LABELS.get(arm, arm)} ({len(by_seed)} seed{'s' if len(by_seed) > 1 else ''})")
-        ax.set_title(panel, fontsize=9)
-        ax.tick_params(labelsize=8)
-        light_grid(ax)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("RL step", fontsize=8)
+    finish_step_panels(axes, [panel for _, panel in curves])
     title_and_legend_on_top(fig, title, *axes.flat[0].get_legend_handles_labels())
     return fig
 

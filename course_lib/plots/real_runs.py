@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from ..lm.runs import TRL_NAMES, after, before, half_way_step, series, trailing_mean, trl_series
-from .common import BLUE, GREEN, GREY, ORANGE, RED, light_grid, title_and_legend_on_top
+from .common import BLUE, GREEN, GREY, ORANGE, RED, finish_step_panels, light_grid, title_and_legend_on_top
 
 ARM_COLOURS = {"grpo": BLUE, "token_sum": ORANGE, "lr_5e-6": GREEN, "lr_5e-5": RED}
 ARM_LABELS = {"grpo": "GRPO (sequence mean)", "token_sum": "token sum / 48", "lr_5e-6": "GRPO, lr 5e-6",
@@ -65,13 +65,7 @@ def run_curves(arms: dict[str, dict[int, dict]], curves=CURVES) -> plt.Figure:
                     ax.plot(steps, values, color=colour, lw=0.6, alpha=0.3, ls=seed_style(i))
                     ax.plot(steps, trailing_mean(values), color=colour, lw=1.6, alpha=0.9, ls=seed_style(i),
                             label=label)
-        ax.set_title(title, fontsize=9)
-        ax.tick_params(labelsize=8)
-        light_grid(ax)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("RL step", fontsize=8)
+    finish_step_panels(axes, [title for _, title in curves])
     seeds = sorted({s for runs in arms.values() for s in runs})
     title_and_legend_on_top(fig, "GRPO on SmolLM2-135M-Instruct: one line per seed (thin: each step; thick: "
                              "5-step mean)", *_with_seeds(axes.flat[0], seeds))
