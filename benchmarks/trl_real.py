@@ -90,14 +90,15 @@ def trl_settings(cfg, steps: int, seed: int, output_dir: str) -> dict:
     return {**kw, **MACHINE, "max_steps": steps, "seed": seed, "output_dir": output_dir}
 
 
-def trl_trainer(cfg, model, tokenizer, data, steps: int, output_dir: str, callbacks=()):
+def trl_trainer(cfg, model, tokenizer, data, steps: int, output_dir: str, callbacks=(), peft_config=None):
     """TRL's GRPOTrainer on ``model`` (a LlamaForCausalLM, e.g. ``lm.load("fp32").model``) and the questions
-    ``data`` (``dataset``), its log lines off (the callbacks keep what they need)."""
+    ``data`` (``dataset``), its log lines off (the callbacks keep what they need). ``peft_config``: LoRA adapters
+    TRL puts on the model (``peft.LoraConfig(**frameworks.peft_lora_kwargs(cfg))`` for a LoRA run)."""
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
     args = GRPOConfig(**trl_settings(cfg, steps, cfg.seed, output_dir))
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs(cfg), args=args, train_dataset=data,
-                          processing_class=tokenizer, callbacks=list(callbacks))
+                          processing_class=tokenizer, callbacks=list(callbacks), peft_config=peft_config)
     trainer.remove_callback(PrinterCallback)
     return trainer
 

@@ -672,8 +672,7 @@ def _lora(cfg, framework: str) -> list:
     TRL a peft ``LoraConfig`` handed to the trainer, not to GRPOConfig."""
     if "lora_rank" not in cfg.stored_fields():
         return []
-    r, alpha, targets = cfg.lora_rank, cfg.lora_alpha, tuple(cfg.lora_targets)
-    modules = targets[0] if targets == ("all-linear",) else list(targets)
+    r, alpha, modules = cfg.lora_rank, cfg.lora_alpha, peft_lora_kwargs(cfg)["target_modules"]
     if framework == "verl":
         m = "actor_rollout_ref.model."
         return [(m + "lora_rank", r, "adapters on the actor; 0 is full fine-tuning"),
@@ -684,8 +683,16 @@ def _lora(cfg, framework: str) -> list:
                 ("--ds.lora.alpha", int(alpha) if whole else alpha,
                  "" if whole else "OpenRLHF's parser takes an integer: round it, or scale the rank with it"),
                 ("--ds.lora.target_modules", [modules] if isinstance(modules, str) else modules, "")]
-    return [("# peft_config", None, f"GRPOTrainer(..., peft_config=LoraConfig(r={r}, lora_alpha={alpha:g}, "
-             f"target_modules={modules!r}, lora_dropout=0.0)): a trainer argument, not a GRPOConfig setting")]
+    kw = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in peft_lora_kwargs(cfg).items())
+    return [("# peft_config", None, f"GRPOTrainer(..., peft_config=LoraConfig({kw})): a trainer argument, not "
+             f"a GRPOConfig setting")]
+
+
+def peft_lora_kwargs(cfg) -> dict:
+    """peft's ``LoraConfig`` keywords for a run of the LoRA policy: what ``lm.lora`` builds, and what TRL's
+    ``GRPOTrainer(peft_config=...)`` is given (``benchmarks/trl_real.py``, ``make peers``)."""
+    from .lm.lora import peft_kwargs
+    return peft_kwargs(cfg.lora_rank, cfg.lora_alpha, cfg.lora_targets)
 
 
 def not_translated(cfg, framework: str) -> list:

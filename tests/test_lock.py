@@ -102,7 +102,8 @@ def direct_peers() -> list[str]:
     return re.findall(r"^([A-Za-z0-9_.-]+)==", text, re.M)
 
 
-SHARED_WITH_PEERS = ("torch", "transformers", "accelerate", "tokenizers", "huggingface-hub", "safetensors")
+SHARED_WITH_PEERS = ("torch", "transformers", "accelerate", "tokenizers", "huggingface-hub", "safetensors",
+                     "peft")
 
 
 def test_the_peers_venv_pins_the_courses_versions_of_what_both_trainers_run_on():

@@ -27,6 +27,14 @@ from .policy import ChatPolicy, build_policy
 ALL_LINEAR = "all-linear"
 
 
+def peft_kwargs(rank: int, alpha: float, targets: tuple) -> dict:
+    """peft's ``LoraConfig`` keywords for adapters of rank ``rank`` and scale ``alpha / rank`` on ``targets``, no
+    dropout, no bias: what ``LoraChatPolicy`` builds and what TRL is handed (``frameworks.peft_lora_kwargs``)."""
+    targets = tuple(targets)
+    return {"r": rank, "lora_alpha": alpha, "target_modules": ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets),
+            "lora_dropout": 0.0, "bias": "none"}
+
+
 def targeted_linears(model: nn.Module, targets: tuple) -> dict[str, nn.Linear]:
     """The linear layers an adapter goes on, by name: every one but the output head for ``("all-linear",)``
     (peft's reading of "all-linear"), else those whose name ends in one of ``targets``."""
@@ -63,11 +71,9 @@ class LoraChatPolicy(ChatPolicy):
         if rank > limit:
             raise ValueError(f"lora_rank={rank} does not fit the model: {layer} maps {limit} features, so a rank "
                              f"above {limit} adds nothing a full update of it lacks; use 1 .. {limit}")
-        target_modules = ALL_LINEAR if tuple(targets) == (ALL_LINEAR,) else list(targets)
         with warnings.catch_warnings():         # peft asks transformers a deprecated question; not the reader's
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-            wrapped = get_peft_model(chat.model, LoraConfig(r=rank, lora_alpha=alpha, target_modules=target_modules,
-                                                            lora_dropout=0.0, bias="none"))
+            wrapped = get_peft_model(chat.model, LoraConfig(**peft_kwargs(rank, alpha, targets)))
         super().__init__(chat)                  # chat.model now holds the adapters: its parameters are registered
         self.__dict__["peft"] = wrapped         # the switch for the adapters; not a submodule (the same weights)
         self.rank, self.alpha = rank, float(alpha)

@@ -118,36 +118,39 @@ def batch(chat):
     return rl.Batch(prompts, responses, mask, rollout_logp, rewards, eos_id=policy.eos_id, pad_id=policy.pad_id)
 
 
-def course_first_step(chat, batch, bug=None) -> dict:
+def course_first_step(chat, batch, bug=None, policy=None) -> dict:
     """The course trainer's learn() on the batch, with TRL's advantage epsilon: the loss, the gradient norm
-    before clipping, the gradient the optimiser step would apply {name: tensor}. ``bug``: a planted one."""
+    before clipping, the gradient the optimiser step would apply {name: tensor, for every parameter that has
+    one}. ``bug``: a planted one. ``policy``: another policy on ``chat`` (its LoRA one), else the full model."""
     cfg = replace(CFG, agg="token-mean") if bug == "aggregation" else CFG
     if bug == "EOS out of the mask":                   # pad == EOS: ids != pad drops each real EOS
         batch = replace(batch, mask=batch.responses != batch.pad_id)
     sign = -1.0 if bug == "advantage sign" else 1.0
-    policy = ChatPolicy(chat).requires_grad_(True)
+    policy = ChatPolicy(chat).requires_grad_(True) if policy is None else policy
     got = {}
 
     class Keep(torch.optim.SGD):
         """Records the gradient at the optimiser step (after the trainer's clipping) and steps nothing."""
         def step(self, closure=None):
-            got["grad"] = {n: p.grad.clone() for n, p in chat.model.named_parameters()}
+            got["grad"] = {n: p.grad.clone() for n, p in chat.model.named_parameters() if p.grad is not None}
 
     def grpo_trl_eps(r, group_size, scale, mask):                # loss_step's "grpo" estimator, TRL's epsilon
         return sign * advantages.group_advantages(r, group_size, scale=scale, eps=TRL_EPS)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(loss_step.ADV_ESTIMATORS, "grpo", grpo_trl_eps)
-        metrics = trainer.learn(cfg, rl.loss_setup(cfg), policy, None, Keep(policy.parameters(), lr=0.0), batch,
+        metrics = trainer.learn(cfg, rl.loss_setup(cfg), policy, None, Keep(policy.trainable_parameters(), lr=0.0),
+                                batch,
                                 torch.Generator().manual_seed(0), lambda: 0.0, with_ref=False)
     chat.model.zero_grad(set_to_none=True)
     return {"loss": float(metrics["loss/policy"]), "grad_norm": float(metrics["grad/norm"]), **got}
 
 
-def trl_first_step(chat, batch, output_dir: str) -> dict:
+def trl_first_step(chat, batch, output_dir: str, peft_config=None) -> dict:
     """One step of TRL's GRPOTrainer on the batch: the loss, the gradient norm it logs, the gradient it applies
-    {name: tensor}, and per row (in TRL's order) the prompt and reply ids under its masks, rewards, advantages.
-    The model's weights are restored after the step."""
+    {name: tensor, for every parameter that has one}, and per row (in TRL's order) the prompt and reply ids under
+    its masks, rewards, advantages. The model's weights are restored after the step; with ``peft_config`` TRL
+    puts its adapters into the model (for good: ``chat`` then is the adapted model, its adapters as trained)."""
     from transformers import TrainerCallback
     prompts = lm.prompt_rows(batch.prompts)
     replies: dict[tuple, list] = {}
@@ -172,16 +175,17 @@ def trl_first_step(chat, batch, output_dir: str) -> dict:
 
     class Record(TrainerCallback):
         def on_pre_optimizer_step(self, args, state, control, **kw):          # after clipping
-            got["grad"] = {n: p.grad.clone() for n, p in chat.model.named_parameters()}
+            got["grad"] = {n: p.grad.clone() for n, p in chat.model.named_parameters() if p.grad is not None}
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "grad_norm" in logs:
                 got["grad_norm"] = float(logs["grad_norm"])
 
-    start = {n: p.detach().clone() for n, p in chat.model.named_parameters()}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(chat.model, "generate", generate)
-        trl = trl_real.trl_trainer(CFG, chat.model, chat.tokenizer, data, 1, output_dir, callbacks=[Record()])
+        trl = trl_real.trl_trainer(CFG, chat.model, chat.tokenizer, data, 1, output_dir, callbacks=[Record()],
+                                   peft_config=peft_config)
+        got["start"] = {n: p.detach().clone() for n, p in chat.model.named_parameters()}     # TRL's adapters too
         score, rewards, loss = trl._generate_and_score_completions, trl._calculate_rewards, trl.compute_loss
 
         def scored(inputs):
@@ -203,7 +207,8 @@ def trl_first_step(chat, batch, output_dir: str) -> dict:
     gc.collect()
     with torch.no_grad():
         for n, p in chat.model.named_parameters():
-            p.copy_(start[n])
+            p.copy_(got["start"][n])
+    del got["start"]
     chat.model.zero_grad(set_to_none=True)
     return got
 
