@@ -2,9 +2,11 @@
 
     .venv/bin/python benchmarks/real_lm_step.py        # on an idle machine: 5 steps -> notebooks/data/real_lm_step.json
     .venv/bin/python benchmarks/real_lm_step.py --steps 2 --prompts 2 --tokens 8 --out /tmp/x.json   # does it run
+    .venv/bin/python benchmarks/real_lm_step.py --lora-rank 1  # the same step with LoRA adapters -> real_lm_step_lora.json
 
 The course's trainer runs ``make_config("real")`` (8 prompts x 4 samples x <= 48 new tokens, full fine-tuning in
-float32 with AdamW, 8 micro-batches) for ``--steps`` steps without an evaluation step. Nothing in the trainer is
+float32 with AdamW, 8 micro-batches) for ``--steps`` steps without an evaluation step; with ``--lora-rank`` the same
+run with LoRA adapters of that rank on every linear layer (``lm.lora``, policy "smollm2_lora") instead. Nothing in the trainer is
 changed: its rows give each step's sampling (``time/sample_s``), the batch's constants before the loss
 (``time/targets_s``: pi_old and pi_ref forwards without gradient when they run, advantages, corrections) and
 the learner's part (``time/learn_s``); this script splits the learner's part further by timing every call of
@@ -41,6 +43,7 @@ from course_lib.rl import trainer                                # noqa: E402
 from course_lib.rl.config import make_config                     # noqa: E402
 
 OUT = ROOT / "notebooks" / "data" / "real_lm_step.json"
+OUT_LORA = ROOT / "notebooks" / "data" / "real_lm_step_lora.json"
 PARTS = ("sample", "targets", "loss forward", "backward", "optimizer", "other")
 
 
@@ -101,14 +104,17 @@ def main(argv=None) -> None:
     p.add_argument("--samples", type=int, default=4)
     p.add_argument("--tokens", type=int, default=48)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", default=str(OUT))
+    p.add_argument("--lora-rank", type=int, help="LoRA adapters of this rank instead of full fine-tuning")
+    p.add_argument("--out")
     a = p.parse_args(argv)
     if a.steps < 2:
         p.error(f"--steps must be >= 2 (the first is not timed), got {a.steps}")
     load = os.getloadavg()[0]
+    lora = {} if a.lora_rank is None else dict(policy="smollm2_lora", lora_rank=a.lora_rank)
+    a.out = a.out or str(OUT if a.lora_rank is None else OUT_LORA)
     cfg = make_config("real", steps=a.steps + 1, eval_every=a.steps + 1, prompts_per_step=a.prompts,
                       group_size=a.samples, max_new_tokens=a.tokens, num_threads=a.threads,
-                      micro_batches=min(8, a.prompts * a.samples))
+                      micro_batches=min(8, a.prompts * a.samples), **lora)
     timers = Timers()
     timers.install()
     t0 = time.perf_counter()
@@ -130,7 +136,7 @@ def main(argv=None) -> None:
     print(f"  {'step':<13} {step_s:6.2f} s")
     print(f"mean reply {mean_reply:.1f} tokens; peak resident memory {peak_gb:.2f} GB")
     record = {"sizes": {"prompts": a.prompts, "samples": a.samples, "tokens": a.tokens, "steps": a.steps,
-                        "micro_batches": cfg.micro_batches},
+                        "micro_batches": cfg.micro_batches}, "lora_rank": a.lora_rank,
               "steps": {str(s): per_step[s] for s in sorted(per_step)}, "median_s": medians, "median_step_s": step_s,
               "mean_reply": mean_reply, "peak_rss_gb": peak_gb, "wall_s": wall, "environment": env}
     Path(a.out).write_text(json.dumps(record, indent=1) + "\n")

@@ -340,10 +340,11 @@ def test_chat_policy_forward_refuses_the_toy_call_forms(policy, batch):
     assert rl.reuses_loss_forward(cfg)
 
 
-def test_the_step_benchmark_splits_each_step_into_parts_that_add_up(tmp_path):
+@pytest.mark.parametrize("lora", [[], ["--lora-rank", "1"]], ids=["full", "lora"])
+def test_the_step_benchmark_splits_each_step_into_parts_that_add_up(tmp_path, lora):
     """benchmarks/real_lm_step.py, at its smallest, in its own process (it wraps the policy's forward and hooks
     every optimiser): each step's parts add up to the step's wall time, and the loss forward, the backward and
-    the optimiser each took time."""
+    the optimiser each took time; with LoRA too."""
     import json
     import os
     import subprocess
@@ -352,10 +353,11 @@ def test_the_step_benchmark_splits_each_step_into_parts_that_add_up(tmp_path):
     out = tmp_path / "step.json"
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, str(root / "benchmarks" / "real_lm_step.py"), "--steps", "2", "--prompts", "1",
-                    "--samples", "2", "--tokens", "4", "--out", str(out)], check=True, capture_output=True,
+                    "--samples", "2", "--tokens", "4", "--out", str(out), *lora], check=True, capture_output=True,
                    env={**os.environ, "HF_HUB_OFFLINE": "1"})
     rec = json.loads(out.read_text())
     assert sorted(rec["steps"]) == ["1", "2"] and rec["sizes"]["micro_batches"] == 2
+    assert rec["lora_rank"] == (1 if lora else None)
     for parts in rec["steps"].values():
         assert parts["loss forward"] > 0 and parts["backward"] > 0 and parts["optimizer"] > 0
         assert parts["sample"] > 0 and abs(parts["other"]) < 0.5 * sum(parts.values())
