@@ -71,18 +71,6 @@ def late_values(by_seed: dict[int, dict], key: str, width: int = 10) -> list[flo
     return [late_mean(*series(by_seed[s], key), width=width) for s in sorted(by_seed)]
 
 
-def compare(arms: dict[str, dict[int, dict]], key: str, reference: str, width: int = 10) -> dict[str, dict]:
-    """Each arm's late means of ``key`` (``late_values``) against the arm ``reference``'s, by chapter 07's rule
-    (``toy.curves.against_values``): {arm: {"values", "mean", "range", "gap", "differs"}}, "differs" -1, 0 or +1,
-    or None where either arm has fewer than two seeds (no range to weigh the gap against)."""
-    vals = {arm: late_values(by_seed, key, width) for arm, by_seed in arms.items()}
-    rows = {r["label"]: r for r in against_values(vals, reference)}
-    for arm, r in rows.items():
-        if min(len(vals[arm]), len(vals[reference])) < 2:
-            r["differs"] = None
-    return rows
-
-
 def removed_share(run: dict) -> tuple[str | None, list[int], list[float]]:
     """What the run's clip removes the gradient of, per RL step: (the unit, "token" or "reply", or None when
     the loss removes none; steps; the share of the unit, averaged over the step's optimiser steps).
