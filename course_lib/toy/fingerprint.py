@@ -21,6 +21,7 @@ pi_old, a flipped sign, another schedule) moves the fingerprint by far more than
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 
 import torch
@@ -40,6 +41,7 @@ def fingerprint(cfg: RunConfig, steps: int = STEPS) -> dict[str, float]:
     start of at most ``WARM_STEPS`` steps, on one CPU thread, every monitor on: {"step/metric": value}. A config with
     changes during the run has them all take effect at step ``steps`` (its onsets come later than the
     fingerprinted steps)."""
+    from ..rl.loss_step import ClipCannotBindWarning
     from ..rl.trainer import train                       # the trainer imports nothing from here
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -51,7 +53,9 @@ def fingerprint(cfg: RunConfig, steps: int = STEPS) -> dict[str, float]:
         if cfg.changes:                  # every change at the last fingerprinted step, in order: the
                                          # schedule and the knobs it sets are fingerprinted too
             short = replace(short, changes={steps: cfg.knobs_changed_by(cfg.steps)})
-        rows = train(short, progress=False, stop_after=steps, dtype=torch.float64).rows
+        with warnings.catch_warnings():  # a replay of a stored config: whether its clip can bind is not news
+            warnings.simplefilter("ignore", ClipCannotBindWarning)
+            rows = train(short, progress=False, stop_after=steps, dtype=torch.float64).rows
     finally:
         torch.set_num_threads(before)
     return {f"{row['step']}/{key}": float(value) for row in rows for key, value in row.items()
