@@ -394,6 +394,9 @@ def test_a_lora_run_carries_its_adapters_into_each_framework():
     ohf = {k: v for k, v, _ in fw.to_openrlhf(cfg)}
     assert (ohf["--ds.lora.rank"], ohf["--ds.lora.alpha"], ohf["--ds.lora.target_modules"]) == (4, 32,
                                                                                             ["q_proj", "v_proj"])
+    assert isinstance(ohf["--ds.lora.alpha"], int)                            # OpenRLHF's parser takes an int
+    half = {k: (v, n) for k, v, n in fw.to_openrlhf(replace(cfg, lora_alpha=12.5))}["--ds.lora.alpha"]
+    assert half[0] == 12.5 and "integer" in half[1]
     trl = {k: n for k, _, n in fw.to_trl(cfg)}
     assert "peft_config=LoraConfig(r=4, lora_alpha=32, target_modules=['q_proj', 'v_proj']" in trl["# peft_config"]
     for rows in (fw.to_verl(cfg), fw.to_trl(cfg), fw.to_openrlhf(cfg)):
