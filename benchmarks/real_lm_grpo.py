@@ -117,9 +117,13 @@ def store(out: Path, key: str, result: dict) -> None:
     print(said, flush=True)
 
 
-def run_missing(script: str, keys: list[str], out: Path, stored: dict, force: bool, extra: list[str]) -> None:
-    """Train each ``arm/seed`` in ``keys`` not yet in ``stored`` (all of them with ``force``), each in a fresh
-    process (``script --one ARM SEED`` + ``extra``) that stores its run the moment it ends."""
+def run_missing(script: str, keys: list[str], out: Path, record: dict, force: bool, extra: list[str]) -> None:
+    """Train each ``arm/seed`` in ``keys`` not yet in ``record`` (all of them with ``force``), each in a fresh
+    process (``script --one ARM SEED`` + ``extra``) that stores its run in ``out`` the moment it ends (``record``
+    is written there first when ``out`` does not exist yet)."""
+    if not out.exists():
+        out.write_text(json.dumps(record, indent=1) + "\n")
+    stored = record["runs"]
     for key in keys:
         arm, seed = key.split("/")
         if key in stored and not force:
@@ -186,7 +190,7 @@ def main(argv=None) -> None:
         out.write_text(json.dumps(record, indent=1) + "\n")
     if a.list:
         return list_runs(PLAN, record)
-    run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
+    run_missing(__file__, a.runs, out, record, a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
 
 

@@ -24,7 +24,6 @@ read, not guessed from a mean.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -103,9 +102,7 @@ def main(argv=None) -> None:
     record = open_record(out, {"steps": a.steps, "regime": REGIME, "eval": EVAL}, arm_config, a.steps, a.force)
     if a.list:
         return list_runs(plan, record)
-    if not out.exists():
-        out.write_text(json.dumps(record, indent=1) + "\n")
-    run_missing(__file__, a.runs, out, record["runs"], a.force, ["--steps", str(a.steps)])
+    run_missing(__file__, a.runs, out, record, a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
 
 

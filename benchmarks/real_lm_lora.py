@@ -19,7 +19,6 @@ is skipped, a stored run whose config differs from today's is an error, and ``--
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -69,9 +68,7 @@ def main(argv=None) -> None:
     record = open_record(out, {"steps": a.steps, "eval": EVAL}, arm_config, a.steps, a.force)
     if a.list:
         return list_runs(sorted(set(PLAN) | set(record["runs"])), record)
-    if not out.exists():
-        out.write_text(json.dumps(record, indent=1) + "\n")
-    run_missing(__file__, keys, out, record["runs"], a.force, ["--steps", str(a.steps)])
+    run_missing(__file__, keys, out, record, a.force, ["--steps", str(a.steps)])
     print(f"wrote {out}")
 
 

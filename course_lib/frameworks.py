@@ -672,7 +672,8 @@ def _lora(cfg, framework: str) -> list:
     TRL a peft ``LoraConfig`` handed to the trainer, not to GRPOConfig."""
     if "lora_rank" not in cfg.stored_fields():
         return []
-    r, alpha, modules = cfg.lora_rank, cfg.lora_alpha, peft_lora_kwargs(cfg)["target_modules"]
+    peft = peft_lora_kwargs(cfg)
+    r, alpha, modules = peft["r"], peft["lora_alpha"], peft["target_modules"]
     if framework == "verl":
         m = "actor_rollout_ref.model."
         return [(m + "lora_rank", r, "adapters on the actor; 0 is full fine-tuning"),
@@ -683,7 +684,7 @@ def _lora(cfg, framework: str) -> list:
                 ("--ds.lora.alpha", int(alpha) if whole else alpha,
                  "" if whole else "OpenRLHF's parser takes an integer: round it, or scale the rank with it"),
                 ("--ds.lora.target_modules", [modules] if isinstance(modules, str) else modules, "")]
-    kw = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in peft_lora_kwargs(cfg).items())
+    kw = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in peft.items())
     return [("# peft_config", None, f"GRPOTrainer(..., peft_config=LoraConfig({kw})): a trainer argument, not "
              f"a GRPOConfig setting")]
 

@@ -76,7 +76,6 @@ class LoraChatPolicy(ChatPolicy):
             wrapped = get_peft_model(chat.model, LoraConfig(**peft_kwargs(rank, alpha, targets)))
         super().__init__(chat)                  # chat.model now holds the adapters: its parameters are registered
         self.__dict__["peft"] = wrapped         # the switch for the adapters; not a submodule (the same weights)
-        self.rank, self.alpha = rank, float(alpha)
 
     @classmethod
     def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "LoraChatPolicy":
