@@ -1,5 +1,6 @@
-"""Chapter 14's figures draw what lm.lineage computes: each arm's band from its lowest to its highest seed around
-the seeds' mean, and what each loss's clip removes on the panel of its unit."""
+"""Chapters 14 and 15's figures draw what lm.lineage and lm.sweep compute: each arm's band from its lowest
+to its highest seed around the seeds' mean, what each loss's clip removes on the panel of its unit, and a
+learning-rate sweep with each setting's good band."""
 import matplotlib
 import pytest
 
@@ -36,4 +37,18 @@ def test_the_removed_share_goes_to_its_units_panel_and_none_for_cispo():
     tok, rep = fig.axes[:2]
     assert [list(line.get_ydata()) for line in tok.get_lines()] == [pytest.approx([0.2, 0.4]), [0.0, 0.0]]
     assert [list(line.get_ydata()) for line in rep.get_lines()] == [[0.5, 0.5]]
+    plt.close(fig)
+
+
+def test_the_sweep_draws_each_settings_mean_its_seeds_and_its_good_band():
+    sweeps = {"full": {1e-5: {0: 0.5}, 2e-5: {0: 0.9, 1: 0.8}, 5e-5: {0: 0.82}},
+              "rank 1": {2e-5: {0: 0.2}, 2e-4: {0: 0.9}}}
+    fig = plots.sweep_plot(sweeps, ylabel="y", title="t")
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines["full (mean of the seeds)"].get_ydata()) == pytest.approx([0.5, 0.85, 0.82])
+    assert list(lines["full: as good as its best"].get_xdata()) == [2e-5, 5e-5]
+    assert list(lines["rank 1: as good as its best"].get_xdata()) == [2e-4, 2e-4]
+    dots = sorted(v for c in ax.collections for v in c.get_offsets()[:, 1])
+    assert dots == pytest.approx(sorted([0.5, 0.9, 0.8, 0.82, 0.2, 0.9]))
     plt.close(fig)

@@ -14,6 +14,7 @@ and a Figure for a slider panel. Presentation only.
     real_model   chapter 12: a real model's tokens coloured, ratio spreads, clipping by lr, entropy
     real_runs    chapter 13: the stored GRPO runs on the real model, what moves first, held-out before and after, pass@k
     lineage      chapter 14: GRPO and its descendants on the real model, seed bands, what each clip removes
+    lora         the LoRA chapter: a learning-rate sweep per setting, with each one's good band
     common       what several of them draw with
 
 Every name is importable from ``course_lib.plots`` itself (``plots.course_map()``).
@@ -104,4 +105,8 @@ from .real_runs import (  # noqa: F401,E402
 from .lineage import (  # noqa: F401,E402
     band_curves,
     removed_plot,
+)
+from .lora import (  # noqa: F401,E402
+    SETTING_COLOURS,
+    sweep_plot,
 )
