@@ -3,6 +3,7 @@
     .venv-peers/bin/python benchmarks/trl_real.py             # on an idle machine: writes notebooks/data/trl_real.json
     .venv-peers/bin/python benchmarks/trl_real.py --steps 1 --prompts 2 --samples 2 --tokens 4 --out /tmp/x.json
                                                               # a check that both trainers run (no timing worth keeping)
+    .venv-peers/bin/python benchmarks/trl_real.py --lora-rank 1   # both with rank-1 LoRA: trl_real_lora.json
 
 Runs in the peers environment (`make peers-venv`: TRL 1.16.0 and course_lib), offline, on the CPU, without vLLM.
 The model is `make model`'s folder (the course's venv holds it; $COURSE_LM_DIR overrides). Both trainers train
@@ -62,6 +63,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import trl_toy                                                  # noqa: E402  (its step clock and machine record)
 
 OUT = ROOT / "notebooks" / "data" / "trl_real.json"
+OUT_LORA = ROOT / "notebooks" / "data" / "trl_real_lora.json"
 # `make model` builds the folder inside the course's venv; the peers venv has none of its own (lm.cache_dir()
 # would point inside .venv-peers), so the course's is used unless $COURSE_LM_DIR names another
 COURSE_MODEL = ROOT / ".venv" / "share" / "course_lib" / "smollm2-135m-instruct"
@@ -103,10 +105,22 @@ def trl_trainer(cfg, model, tokenizer, data, steps: int, output_dir: str, callba
     return trainer
 
 
-def bench_config(steps: int, prompts: int, samples: int, tokens: int, threads: int, seed: int = 0):
-    """The "real" config at another size: one micro-batch per group (the real config's 8 of 8 groups)."""
+def bench_config(steps: int, prompts: int, samples: int, tokens: int, threads: int, seed: int = 0,
+                 lora_rank: int | None = None):
+    """The "real" config at another size: one micro-batch per group (the real config's 8 of 8 groups); with
+    ``lora_rank``, LoRA adapters of that rank on every linear layer (policy "smollm2_lora")."""
+    lora = {} if lora_rank is None else dict(policy="smollm2_lora", lora_rank=lora_rank)
     return make_config("real", steps=steps, prompts_per_step=prompts, group_size=samples, max_new_tokens=tokens,
-                       micro_batches=prompts, eval_every=steps, seed=seed, device="cpu", num_threads=threads)
+                       micro_batches=prompts, eval_every=steps, seed=seed, device="cpu", num_threads=threads,
+                       **lora)
+
+
+def peft_config(cfg):
+    """peft's ``LoraConfig`` of a LoRA config (``frameworks.peft_lora_kwargs``), None for full fine-tuning."""
+    if cfg.policy != "smollm2_lora":
+        return None
+    from peft import LoraConfig
+    return LoraConfig(**fw.peft_lora_kwargs(cfg))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,7 +185,8 @@ def run_course(cfg, turns: Turns) -> dict:
 def run_trl(cfg, turns: Turns) -> dict:
     """TRL's GRPOTrainer for ``cfg.steps`` steps on a fresh copy of the model, loaded in its first turn, handing
     over at the start of each step after the first and at the end: every step's wall time (from its start to the
-    hand-over), its phases, the mean reply length."""
+    hand-over), its phases, the mean reply length, and how many parameters TRL trains (``trainable``: the
+    adapters' with ``peft_config``)."""
     turns.wait("TRL")
     torch.set_num_threads(cfg.num_threads)          # this thread's own OpenMP setting
     t0 = time.perf_counter()
@@ -203,8 +218,10 @@ def run_trl(cfg, turns: Turns) -> dict:
         data = dataset(task.ChatAdditionTask(heldout_pairs=cfg.heldout_pairs).questions("train"))
         clock = Clock()
         with tempfile.TemporaryDirectory() as tmp:
-            trainer = trl_trainer(cfg, chat.model, chat.tokenizer, data, cfg.steps, tmp, callbacks=[clock])
+            trainer = trl_trainer(cfg, chat.model, chat.tokenizer, data, cfg.steps, tmp, callbacks=[clock],
+                                  peft_config=peft_config(cfg))
             clock.wrap(trainer)
+            out["trainable"] = sum(x.numel() for x in trainer.model.parameters() if x.requires_grad)
             trainer.train()
     finally:
         turns.finish("TRL")
@@ -271,12 +288,14 @@ def main(argv=None) -> None:
     p.add_argument("--tokens", type=int, default=48, help="new tokens at most per sample")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(OUT))
+    p.add_argument("--lora-rank", type=int, help="LoRA adapters of this rank on both sides (TRL: peft_config)")
+    p.add_argument("--out", help=f"default {OUT.name}, or {OUT_LORA.name} with --lora-rank")
     a = p.parse_args(argv)
+    a.out = a.out or str(OUT if a.lora_rank is None else OUT_LORA)
     torch.set_num_threads(a.threads)
     torch.set_flush_denormal(True)
     folder = use_course_model()
-    cfg = bench_config(a.steps, a.prompts, a.samples, a.tokens, a.threads, a.seed)
+    cfg = bench_config(a.steps, a.prompts, a.samples, a.tokens, a.threads, a.seed, a.lora_rank)
     env = trl_toy.environment(a.threads)
     print(f"{env['date']}: {env['cpu']}, {env['cpus']} CPUs, {a.threads} thread(s), torch {env['torch']}, "
           f"transformers {env['transformers']}, TRL {env['trl']}; load average {env['load_average_start']}; "

@@ -339,3 +339,13 @@ def test_the_timing_runs_the_two_trainers_a_step_each_in_turn(chat):
         assert len(run["step_s"]) == 3 and all(t > 0 for t in run["step_s"])
         assert run["threads"] == 1
     assert len(trl_real.pair_ratios(runs)) == 1         # step 2: timed by both
+
+
+def test_a_lora_timing_hands_trl_the_same_adapters_as_the_course():
+    """``--lora-rank``: both trainers train LoRA adapters of that rank (TRL through ``peft_config``), so TRL trains
+    exactly the course policy's adapter parameters, not the whole model."""
+    cfg = trl_real.bench_config(steps=1, prompts=2, samples=2, tokens=4, threads=1, lora_rank=2)
+    assert trl_real.peft_config(trl_real.bench_config(1, 2, 2, 4, 1)) is None
+    assert trl_real.peft_config(cfg).r == 2
+    runs, _ = trl_real.interleaved(cfg)
+    assert runs["TRL"]["trainable"] == 2 * 305_280        # rank x (in + out) over 30 layers x 7 linears, as ours
