@@ -133,7 +133,10 @@ def joined(values: Sequence, spec: str) -> str:
 
 
 def mean_and_range(values: Sequence, spec: str) -> str:
-    """The mean of a few numbers (one per seed) and their range, max - min, alike: "0.412 (0.031)"."""
+    """The mean of a few numbers (one per seed) and their range, max - min, alike: "0.412 (0.031)"; a single
+    number alone, since one seed has no range."""
     if not values:
         raise ValueError("mean_and_range needs at least one value")
+    if len(values) == 1:
+        return format(values[0], spec)
     return f"{sum(values) / len(values):{spec}} ({max(values) - min(values):{spec}})"

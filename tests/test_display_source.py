@@ -53,6 +53,7 @@ def test_a_table_aligns_each_column_as_asked_and_numbers_right_by_default():
 def test_mean_and_range_prints_a_few_numbers_mean_and_spread_alike():
     from course_lib.display import mean_and_range
     assert mean_and_range([0.4, 0.5, 0.3], ".3f") == "0.400 (0.200)"
-    assert mean_and_range([12.0], ".1f") == "12.0 (0.0)"
+    assert mean_and_range([12.0], ".1f") == "12.0"                 # one seed: no range to print
+    assert mean_and_range([12.0, 12.0], ".1f") == "12.0 (0.0)"
     with pytest.raises(ValueError, match="at least one value"):
         mean_and_range([], ".3f")

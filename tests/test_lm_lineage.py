@@ -87,6 +87,16 @@ def test_a_claim_is_read_against_the_seeds_spread(arm_lates, expect, verdict):
     assert got["gap"] == pytest.approx(sum(arm_lates) / len(arm_lates) - 0.15)
 
 
+def test_learning_faster_is_read_on_the_reward_over_every_step_not_its_late_mean():
+    """Two arms that end level: the one that got there first has the higher mean over the run."""
+    fast = {s: run({"reward/mean": [0.5 + d, 1.0, 1.0, 1.0]}) for s, d in enumerate((0.0, 0.05))}
+    slow = {s: run({"reward/mean": [0.0 + d, 0.2, 1.0, 1.0]}) for s, d in enumerate((0.0, 0.05))}
+    assert L.claim_values(fast, L.RUN_MEAN) == pytest.approx([0.875, 0.8875])
+    c = next(c for c in L.CLAIMS if c.arm == "cispo")
+    assert c.measure == L.RUN_MEAN
+    assert L.read_claim({"cispo": fast, "dapo": slow}, c, width=2)["verdict"] == "reproduced"
+
+
 def test_the_toys_verdicts_are_chapter_11s():
     """Chapter 11's own checks on the same stored runs: entropy ties under Clip-Higher, wrong answers' lengths tie."""
     from pathlib import Path

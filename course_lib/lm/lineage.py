@@ -123,8 +123,9 @@ def update_spread(run: dict) -> float:
 
 
 # a paper's claim read on the stored runs: ``arm`` against ``reference`` on ``measure`` (a row metric's late mean,
-# "held-out pass@1" after training, or "update spread"), and the direction the claim predicts (+1 above, -1
-# below, 0 a tie: "as well")
+# "held-out pass@1" after training, "update spread", or ``RUN_MEAN``: the reward's mean over every step, the area
+# under its curve, which is higher for the arm that learns faster), and the direction the claim predicts (+1
+# above, -1 below, 0 a tie: "as well")
 @dataclass(frozen=True)
 class PaperClaim:
     text: str
@@ -135,11 +136,12 @@ class PaperClaim:
     expect: int
 
 
+RUN_MEAN = "reward, mean over every step"
 CLAIMS = (
     PaperClaim("Clip-Higher keeps the entropy from collapsing", "DAPO §3.1", "dapo", "grpo", "entropy/mean", +1),
     PaperClaim("GSPO clips far more yet trains as well", "GSPO §4-5", "gspo", "grpo", "held-out pass@1", 0),
     PaperClaim("CISPO, keeping the clipped tokens' gradient, learns faster", "MiniMax-M1 §3.1", "cispo", "dapo",
-               "reward/mean", +1),
+               RUN_MEAN, +1),
     PaperClaim("Dr. GRPO removes the length bias: wrong replies grow no longer", "Dr. GRPO §3", "dr_grpo", "grpo",
                "len/wrong", -1),
     PaperClaim("SAPO's soft gate gives steadier updates than a hard clip", "SAPO", "sapo", "grpo", "update spread",
@@ -153,6 +155,8 @@ def claim_values(by_seed: dict[int, dict], measure: str, width: int = 10) -> lis
         return [by_seed[s]["after"]["sampled"]["pass@1"] for s in sorted(by_seed)]
     if measure == "update spread":
         return [update_spread(by_seed[s]) for s in sorted(by_seed)]
+    if measure == RUN_MEAN:
+        return [mean(series(by_seed[s], "reward/mean")[1]) for s in sorted(by_seed)]
     return late_values(by_seed, measure, width)
 
 
