@@ -27,6 +27,11 @@ def test_each_arm_is_its_seeds_mean_inside_their_band():
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(1.0) and band.max() == pytest.approx(3.0)
     plt.close(fig)
+    fig = plots.band_curves({"mine": arms["dapo"]}, (("x", "x"),), title="t", labels={"mine": "my arm"},
+                            colours={"mine": "#123456"})
+    (line,) = fig.axes[0].get_lines()
+    assert line.get_label() == "my arm (1 seed)" and line.get_color() == "#123456"
+    plt.close(fig)
 
 
 def test_the_removed_share_goes_to_its_units_panel_and_none_for_cispo():

@@ -22,23 +22,25 @@ LINEAGE_CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sample
                   ("ratio/outside_frac", "tokens outside the clip range"), ("grad/norm", "gradient norm"))
 
 
-def band_curves(arms: dict[str, dict[int, dict]], curves=LINEAGE_CURVES, *, title: str,
-                width: int = 5) -> plt.Figure:
+def band_curves(arms: dict[str, dict[int, dict]], curves=LINEAGE_CURVES, *, title: str, width: int = 5,
+                labels: dict | None = None, colours: dict | None = None) -> plt.Figure:
     """One panel per metric; per arm, the mean of its seeds (a ``width``-step moving average, evaluation metrics
-    as points) inside a shaded band from the lowest to the highest seed at each step."""
+    as points) inside a shaded band from the lowest to the highest seed at each step. ``labels`` and ``colours``
+    name and colour arms other than chapter 14's (``LABELS``, ``ARM_COLOURS``)."""
+    labels, colours = {**LABELS, **(labels or {})}, {**ARM_COLOURS, **(colours or {})}
     n, cols = len(curves), 4
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 2.5 * rows), squeeze=False)
     for ax, (key, panel) in zip(axes.flat, curves):
         for arm, by_seed in arms.items():
             steps, m, lo, hi = seed_band(by_seed, key)
-            colour = ARM_COLOURS.get(arm, GREY)
+            colour = colours.get(arm, GREY)
             smooth = key not in ("acc/heldout",)
             line = trailing_mean(m, width) if smooth else m
             ax.fill_between(steps, trailing_mean(lo, width) if smooth else lo,
                             trailing_mean(hi, width) if smooth else hi, color=colour, alpha=0.15, lw=0)
             ax.plot(steps, line, color=colour, lw=1.5, marker=None if smooth else "o", ms=3.5,
-                    label=f"{LABELS.get(arm, arm)} ({len(by_seed)} seed{'s' if len(by_seed) > 1 else ''})")
+                    label=f"{labels.get(arm, arm)} ({len(by_seed)} seed{'s' if len(by_seed) > 1 else ''})")
     finish_step_panels(axes, [panel for _, panel in curves])
     title_and_legend_on_top(fig, title, *axes.flat[0].get_legend_handles_labels())
     return fig
