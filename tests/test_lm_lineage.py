@@ -151,8 +151,9 @@ def test_the_stored_runs_clip_where_the_regime_lets_them_and_the_opened_range_ne
     for key, run in record["runs"].items():
         arm = key.split("/")[0]
         rows = run["rows"][1:]
-        outside = [r["ratio/outside_frac"] for r in rows]
-        assert max(outside) > 0, f"{key}: no ratio ever left its range"           # several updates: r leaves 1
+        assert max(r["ratio/max"] for r in rows) > 1.2, f"{key}: no ratio ever left 1"   # several updates
+        if arm not in ("sapo", "random_noclip"):                # a gate, and a range no ratio reaches, have no edge
+            assert max(r["ratio/outside_frac"] for r in rows) > 0, f"{key}: no ratio ever left its range"
         if arm == "random_noclip":
             assert all(r["clip/low_frac"] == r["clip/high_frac"] == 0 for r in rows), key
         if arm in ("random", "random_noclip"):                              # a fair coin per reply
