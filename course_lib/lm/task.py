@@ -93,13 +93,13 @@ VERIFIERS = {"exact": exact, "format": formatted}
 def random_rewards(prompts: Tensor, responses: Tensor) -> Tensor:
     """A 0/1 reward per row [B], each 1 with probability 1/2 and independent of what its reply says.
 
-    The coins are drawn from a generator seeded by a hash of the whole batch's token ids, so the same batch
-    always gets the same rewards (a run is reproducible and resumes exactly, with no state to store), while
-    changing any reply in the batch redraws every coin: no reply can make its own reward more likely.
-    ``prompts`` [B, Lp] and ``responses`` [B, T] are id tensors."""
+    The coins are drawn from a generator seeded by a hash of the whole batch's token ids, so the
+    same batch always gets the same rewards (a run is reproducible and resumes exactly, with no
+    state to store), while changing any reply in the batch redraws every coin: no reply can make
+    its own reward more likely. ``prompts`` [B, Lp] and ``responses`` [B, T] are id tensors."""
     if prompts.ndim != 2 or responses.ndim != 2 or len(prompts) != len(responses):
-        raise ValueError(f"random_rewards needs prompts [B, Lp] and responses [B, T] with one B, got "
-                         f"{tuple(prompts.shape)} and {tuple(responses.shape)}")
+        raise ValueError(f"random_rewards needs prompts [B, Lp] and responses [B, T] with one B, "
+                         f"got {tuple(prompts.shape)} and {tuple(responses.shape)}")
     digest = hashlib.blake2b(digest_size=8)
     for ids in (prompts, responses):
         digest.update(repr(tuple(ids.shape)).encode())

@@ -110,10 +110,11 @@ class ClipCannotBindWarning(UserWarning):
 
 
 def clip_cannot_bind(cfg: RunConfig) -> str | None:
-    """Why the clip of this config can never bind, or None. With one optimiser step per batch and pi_old from
-    the learner, every ratio pi / pi_old is exactly 1 when the gradient is taken: no clip range is ever left,
-    and GRPO, DAPO's Clip-Higher, GSPO, CISPO and SAPO give the same gradient up to their aggregation. Only a
-    named clip loss or an explicit clip knob counts: GRPO's own default clip is not the point of GRPO."""
+    """Why the clip of this config can never bind, or None. With one optimiser step per batch and
+    pi_old from the learner, every ratio pi / pi_old is exactly 1 when the gradient is taken: no
+    clip range is ever left, and GRPO, DAPO's Clip-Higher, GSPO, CISPO and SAPO give the same
+    gradient up to their aggregation. Only a named clip loss or an explicit clip knob counts: GRPO's
+    own default clip is not the point of GRPO."""
     set_knobs = [k for k in ("eps_low", "eps_high", "dual_clip", "tau_pos", "tau_neg")
                  if getattr(cfg, k) is not None]
     if not (cfg.loss in CLIP_LOSSES or set_knobs):
@@ -123,9 +124,10 @@ def clip_cannot_bind(cfg: RunConfig) -> str | None:
     what = f"loss={cfg.loss!r}"
     if set_knobs:
         what += " with " + ", ".join(f"{k}={getattr(cfg, k)}" for k in set_knobs)
-    return (f"{what}: with one optimiser step per batch (epochs x minibatches = 1) and pi_old from the learner, "
-            f"every ratio is exactly 1, so the clip cannot bind and this run's gradient is GRPO's up to the "
-            f"aggregation; set minibatches or epochs > 1 for the clip to act")
+    return (f"{what}: with one optimiser step per batch (epochs x minibatches = 1) and pi_old "
+            f"from the learner, every ratio is exactly 1, so the clip cannot bind and this run's "
+            f"gradient is GRPO's up to the aggregation; set minibatches or epochs > 1 for the clip "
+            f"to act")
 
 
 def reuses_loss_forward(cfg: RunConfig) -> bool:
