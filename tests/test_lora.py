@@ -119,3 +119,16 @@ def test_the_lora_sweep_is_chapter_13s_run_with_adapters_and_its_full_arms_are_c
         assert ch13[key]["config"] == want, key
     with pytest.raises(ValueError, match="arm must be one of"):
         script.arm_config("r2_lr1e-04", seed=0)
+
+
+def test_the_stored_lora_step_is_the_full_steps_size_with_rank_1_adapters():
+    """notebooks/data/real_lm_step_lora.json (benchmarks/real_lm_step.py --lora-rank 1) is the step of
+    real_lm_step.json's size with adapters, and its parts add up to its median step."""
+    import json
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[1] / "notebooks" / "data"
+    lora, full = (json.loads((data / name).read_text()) for name in ("real_lm_step_lora.json", "real_lm_step.json"))
+    assert lora["lora_rank"] == 1 and full.get("lora_rank") is None
+    assert lora["sizes"] == full["sizes"]
+    assert sum(lora["median_s"].values()) == pytest.approx(lora["median_step_s"], rel=0.05)
+    assert lora["median_s"]["optimizer"] < full["median_s"]["optimizer"]     # 0.3M parameters' state, not 135M
