@@ -57,3 +57,12 @@ def test_the_sweep_draws_each_settings_mean_its_seeds_and_its_good_band():
     dots = sorted(v for c in ax.collections for v in c.get_offsets()[:, 1])
     assert dots == pytest.approx(sorted([0.5, 0.9, 0.8, 0.82, 0.2, 0.9]))
     plt.close(fig)
+
+
+def test_arms_drawn_together_have_their_own_colours():
+    """Chapter 14 draws the six losses in one figure, and the random rewards beside GRPO in another."""
+    from course_lib.plots.lineage import ARM_COLOURS
+    from course_lib.lm.lineage import LOSS_ARMS, RANDOM_ARMS
+    for together in (LOSS_ARMS, (*RANDOM_ARMS, "grpo")):
+        colours = [ARM_COLOURS[arm] for arm in together]
+        assert len(set(colours)) == len(colours), together

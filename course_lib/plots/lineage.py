@@ -11,9 +11,10 @@ from .common import (BLUE, GREEN, GREY, ORANGE, PURPLE, RED, finish_step_panels,
                      title_and_legend_on_top)
 from .real_runs import seed_style
 
-# chapter 05's colours for the losses it draws (GRPO blue, DAPO red, CISPO green, SAPO orange)
+# chapter 05's colours for the losses it draws (GRPO blue, DAPO red, CISPO green, SAPO orange); the random
+# rewards, drawn beside GRPO alone, take colours GRPO does not have
 ARM_COLOURS = {"grpo": BLUE, "dapo": RED, "dr_grpo": GREY, "gspo": PURPLE, "cispo": GREEN, "sapo": ORANGE,
-               "random": BLUE, "random_noclip": RED, "format_only": GREEN}
+               "random": ORANGE, "random_noclip": RED, "format_only": GREEN}
 
 # (metric, panel title)
 LINEAGE_CURVES = (("reward/mean", "reward (exact + 0.5 x format)"), ("acc/sampled", "sampled accuracy"),
