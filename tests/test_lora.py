@@ -115,8 +115,12 @@ def test_the_lora_sweep_is_chapter_13s_run_with_adapters_and_its_full_arms_are_c
     ch13 = json.loads((root / "notebooks" / "data" / "real_lm_grpo.json").read_text())["runs"]
     full = script.arm_config("full_lr1e-05", seed=0)
     for key, lr in (("grpo/0", 2e-5), ("lr_5e-6/0", 5e-6), ("lr_5e-5/0", 5e-5)):       # read, not trained again
-        want = json.loads(json.dumps(config_record(replace(full, lr=lr))))
-        assert ch13[key]["config"] == want, key
+        assert ch13[key]["config"] == config_record(replace(full, lr=lr)), key
+    stored = json.loads(script.OUT.read_text())["runs"]                     # each stored run is the script's own
+    assert stored
+    for key, run in stored.items():
+        arm, seed = key.split("/")
+        assert run["config"] == config_record(script.arm_config(arm, int(seed))), key
     with pytest.raises(ValueError, match="arm must be one of"):
         script.arm_config("r2_lr1e-04", seed=0)
 

@@ -57,14 +57,13 @@ class History:
 
 
 def config_record(cfg) -> dict:
-    """A RunConfig as JSON-friendly values, the fields that apply to its run only (``RunConfig.stored_fields``; a
-    callable loss is recorded by its name)."""
+    """A RunConfig as the values JSON gives back (tuples become lists, so a stored run's config compares equal),
+    the fields that apply to its run only (``RunConfig.stored_fields``; a callable loss is recorded by its name)."""
     stored = cfg.stored_fields()
     d = {name: v for name, v in asdict(cfg).items() if name in stored}
     if callable(d["loss"]):
         d["loss"] = getattr(d["loss"], "__name__", repr(d["loss"]))
-    d["changes"] = [[step, [list(kv) for kv in knobs]] for step, knobs in d.get("changes", ())]  # JSON's form
-    return d
+    return json.loads(json.dumps(d))
 
 
 # ---- rows format ------------------------------------------------------------------------------
