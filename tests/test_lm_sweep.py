@@ -63,3 +63,10 @@ def test_the_ratio_of_best_learning_rates_and_its_range():
 def test_bad_points_are_named():
     with pytest.raises(ValueError, match="points must map each learning rate"):
         sw.best_lr({1e-5: {}})
+
+
+def test_a_range_reads_each_open_side_in_words():
+    assert sw.range_text(3.0, 100.0) == "between 3.0 and 100.0"
+    assert sw.range_text(3.0, None) == "above 3.0"
+    assert sw.range_text(None, 100.0, ".0f") == "below 100"
+    assert sw.range_text(None, None) == "unbounded"

@@ -40,6 +40,21 @@ def test_a_fresh_adapter_is_the_pretrained_model_and_only_the_adapters_train(bas
     assert sum(p.numel() for p in lora.trainable_parameters()) == 2 * 305_280   # 30 layers x 7 linears, rank 2
 
 
+def test_the_adapters_draw_is_the_seeds_alone_so_a_run_repeats_in_any_process():
+    def a_weights(policy):
+        return {n: p.detach().clone() for n, p in policy.named_parameters() if ".lora_A." in n}
+    cfg = make_config("real", policy="smollm2_lora", lora_rank=1, seed=3)
+    first = a_weights(LoraChatPolicy.for_config(cfg, torch.float32, torch.device("cpu")))
+    torch.manual_seed(12345)
+    torch.rand(1000)                                                    # the process drew something else before
+    state = torch.get_rng_state()
+    again = a_weights(LoraChatPolicy.for_config(cfg, torch.float32, torch.device("cpu")))
+    assert torch.equal(torch.get_rng_state(), state)                    # and the caller's generator is untouched
+    assert first.keys() == again.keys() and all(torch.equal(first[n], again[n]) for n in first)
+    other = a_weights(LoraChatPolicy.for_config(replace(cfg, seed=4), torch.float32, torch.device("cpu")))
+    assert not any(torch.equal(first[n], other[n]) for n in first)      # another seed, another draw
+
+
 def test_a_step_moves_the_adapters_alone_and_the_reference_stays_pretrained(base):
     lora = LoraChatPolicy(build_policy().chat, rank=1)
     frozen = {n: p.detach().clone() for n, p in lora.named_parameters() if not p.requires_grad}

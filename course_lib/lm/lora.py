@@ -12,7 +12,9 @@ changes for the trainer:
 - a backward computes the gradient of the activations through every layer but of no base weight, about one
   forward's work instead of two (``flops_per_token``).
 
-The adapters start at zero (peft's B = 0), so the policy starts as the pretrained model, to the last bit.
+The adapters start at zero (peft's B = 0), so the policy starts as the pretrained model, to the last bit. A is
+drawn at random; with ``seed`` (the trainer passes the run's) it is drawn from that seed alone, so a run repeats
+in any process whatever the process drew before.
 """
 from __future__ import annotations
 
@@ -61,7 +63,8 @@ class LoraChatPolicy(ChatPolicy):
     config_fields = ("lora_rank", "lora_alpha", "lora_targets")
     token_ids = "smollm2"                       # the chat task's ids: the same tokenizer
 
-    def __init__(self, chat: lm.ChatLM, rank: int = 1, alpha: float = 32.0, targets: tuple = (ALL_LINEAR,)):
+    def __init__(self, chat: lm.ChatLM, rank: int = 1, alpha: float = 32.0, targets: tuple = (ALL_LINEAR,),
+                 seed: int | None = None):
         from peft import LoraConfig, get_peft_model
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
             raise ValueError(f"lora_rank must be an int >= 1, got {rank!r}")
@@ -71,16 +74,21 @@ class LoraChatPolicy(ChatPolicy):
         if rank > limit:
             raise ValueError(f"lora_rank={rank} does not fit the model: {layer} maps {limit} features, so a rank "
                              f"above {limit} adds nothing a full update of it lacks; use 1 .. {limit}")
-        with warnings.catch_warnings():         # peft asks transformers a deprecated question; not the reader's
+        cuda = [chat.device.index or 0] if chat.device.type == "cuda" else []
+        with warnings.catch_warnings(), torch.random.fork_rng(devices=cuda):   # the caller's generator untouched
             warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            if seed is not None:
+                torch.manual_seed(seed)         # A's draw: the seed's alone
             wrapped = get_peft_model(chat.model, LoraConfig(**peft_kwargs(rank, alpha, targets)))
         super().__init__(chat)                  # chat.model now holds the adapters: its parameters are registered
         self.__dict__["peft"] = wrapped         # the switch for the adapters; not a submodule (the same weights)
 
     @classmethod
     def for_config(cls, cfg, dtype: torch.dtype, device: torch.device) -> "LoraChatPolicy":
-        """The pretrained model on ``device`` with fresh adapters (B = 0) of the config's rank, alpha and targets."""
-        return cls(build_policy(dtype, device).chat, cfg.lora_rank, cfg.lora_alpha, tuple(cfg.lora_targets))
+        """The pretrained model on ``device`` with fresh adapters (B = 0) of the config's rank, alpha and targets,
+        A drawn from the run's seed."""
+        return cls(build_policy(dtype, device).chat, cfg.lora_rank, cfg.lora_alpha, tuple(cfg.lora_targets),
+                   seed=cfg.seed)
 
     def reference(self) -> "AdaptersOff":
         """pi_ref: this very model with its adapters switched off, the pretrained weights (the trainer's

@@ -95,3 +95,12 @@ def lr_ratio(points: dict[float, dict[int, float]], reference: dict[float, dict[
     return {"ratio": best_lr(points) / best_lr(reference),
             "lowest": a_lo / b_hi if a_lo is not None and b_hi is not None else None,
             "highest": a_hi / b_lo if a_hi is not None and b_lo is not None else None}
+
+
+def range_text(lowest: float | None, highest: float | None, fmt: str = ".1f") -> str:
+    """A range whose open sides are None, in words: "between a and b", "above a", "below b" or "unbounded"."""
+    if lowest is not None and highest is not None:
+        return f"between {lowest:{fmt}} and {highest:{fmt}}"
+    if lowest is not None:
+        return f"above {lowest:{fmt}}"
+    return "unbounded" if highest is None else f"below {highest:{fmt}}"
