@@ -70,3 +70,10 @@ def test_a_range_reads_each_open_side_in_words():
     assert sw.range_text(3.0, None) == "above 3.0"
     assert sw.range_text(None, 100.0, ".0f") == "below 100"
     assert sw.range_text(None, None) == "unbounded"
+
+
+def test_the_seeded_rate_is_where_the_seeds_went_even_once_another_point_tops_it():
+    points = {2e-4: {0: 0.96}, 6e-4: {0: 0.97, 1: 0.90, 2: 0.85}, 2e-3: {0: 0.2}}
+    assert sw.best_lr(points) == 2e-4                       # one lucky seed now tops the mean of three
+    assert sw.seeded_lr(points) == 6e-4
+    assert sw.seeded_lr({1e-5: {0: 0.5}, 2e-5: {0: 0.7}}) == 2e-5                   # no seeds added: the best

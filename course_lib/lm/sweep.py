@@ -59,6 +59,13 @@ def best_lr(points: dict[float, dict[int, float]]) -> float:
     return max(lrs, key=lambda lr: (mean(points[lr].values()), -lr))
 
 
+def seeded_lr(points: dict[float, dict[int, float]]) -> float:
+    """The learning rate with the most seeds: where a sweep added seeds after its first pass (the best of that pass,
+    which its added seeds may since have moved off the top); on a tie, the best mean."""
+    lrs = _check(points)
+    return max(lrs, key=lambda lr: (len(points[lr]), mean(points[lr].values()), -lr))
+
+
 def as_good(points: dict[float, dict[int, float]], lr: float) -> bool:
     """Whether ``lr``'s runs are as good as the best learning rate's: the gap between their means is within the
     larger of their seed ranges."""
