@@ -160,7 +160,7 @@ def main(argv=None) -> None:
     for n in a.only:
         for s in seeds_of(n):
             for label, cfg in COMPARISONS[n].configs(make_config("smoke"), seed=s, steps=steps_of(n)).items():
-                hit = stored.get(_key(json.loads(json.dumps(config_record(cfg)))))
+                hit = stored.get(_key(config_record(cfg)))
                 if hit is not None and (not COMPARISONS[n].passk or "passk" in hit[0]):
                     results[n][label][s] = hit[0]
                     copied[n].append(f"{label} / seed {s} (from {hit[1]})")

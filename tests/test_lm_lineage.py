@@ -139,7 +139,7 @@ def test_every_stored_run_is_todays_config_with_all_its_rows_and_every_updates_g
     assert record["settings"]["regime"] == L.REGIME and steps == (script.PILOT_STEPS if pilot else script.STEPS)
     for key, run in record["runs"].items():
         arm, seed = key.split("/")
-        assert run["config"] == json.loads(json.dumps(config_record(script.arm_config(arm, int(seed), steps)))), key
+        assert run["config"] == config_record(script.arm_config(arm, int(seed), steps)), key
         assert [r["step"] for r in run["rows"]] == list(range(steps + 1)), key
         updates = run["config"]["epochs"] * run["config"]["minibatches"]
         assert [len(s) for s in run["grad_norms"]] == [updates] * steps, key

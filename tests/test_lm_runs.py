@@ -24,7 +24,7 @@ def test_every_stored_run_has_todays_config_and_all_its_rows():
     assert sorted(RECORD["runs"]) == sorted(script.PLAN), "chapter 13 reads every run of the plan"
     for key, run in RECORD["runs"].items():
         arm, seed = key.split("/")
-        want = json.loads(json.dumps(config_record(script.arm_config(arm, int(seed), RECORD["settings"]["steps"]))))
+        want = config_record(script.arm_config(arm, int(seed), RECORD["settings"]["steps"]))
         assert run["config"] == want, key
         assert [r["step"] for r in run["rows"]] == list(range(RECORD["settings"]["steps"] + 1)), key
         evals = [r["step"] for r in run["rows"] if "acc/heldout" in r]

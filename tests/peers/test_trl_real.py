@@ -310,8 +310,7 @@ def test_trls_own_learning_curve_on_chapter_13s_run_is_stored(chat):
     a row per step, the reward is exact + 0.5 x format as TRL logs its two reward functions, and the run learns."""
     folder = os.environ.get("PEERS_RECORD_DIR")
     path = Path(folder or ".") / "trl_real_curve.json"
-    want = json.loads(json.dumps(config_record(make_config("real", steps=CURVE_STEPS, seed=0, device="cpu",
-                                                           num_threads=2))))
+    want = config_record(make_config("real", steps=CURVE_STEPS, seed=0, device="cpu", num_threads=2))
     stored = json.loads(path.read_text()) if folder and path.exists() else None
     if stored is None or stored["config"] != want:
         if not folder:
