@@ -77,3 +77,13 @@ def test_the_seeded_rate_is_where_the_seeds_went_even_once_another_point_tops_it
     assert sw.best_lr(points) == 2e-4                       # one lucky seed now tops the mean of three
     assert sw.seeded_lr(points) == 6e-4
     assert sw.seeded_lr({1e-5: {0: 0.5}, 2e-5: {0: 0.7}}) == 2e-5                   # no seeds added: the best
+
+
+def test_a_tie_goes_to_the_point_with_more_seeds():
+    # chapter 15's full fine-tuning: 1e-5's one run answers 1542 of 1728 held-out samples, and 2e-5's three seeds
+    # as many on average
+    n = 54 * 32
+    points = {1e-5: {0: 1542 / n}, 2e-5: {0: 1605 / n, 1: 1684 / n, 2: 1337 / n}}
+    assert sw.best_lr(points) == 2e-5
+    # the seeds' range (0.20) then covers the other point, and the sweep bounds neither side
+    assert sw.good_band(points) == (1e-5, 2e-5) and sw.best_lr_bounds(points) == (None, None)

@@ -54,9 +54,11 @@ def _check(points: dict[float, dict[int, float]]) -> list[float]:
 
 
 def best_lr(points: dict[float, dict[int, float]]) -> float:
-    """The learning rate with the highest mean over its seeds (the lower one on a tie)."""
+    """The learning rate with the highest mean over its seeds. On a tie, the better-measured point (more seeds),
+    then the lower rate. Ties are real here: held-out pass@1 counts right answers out of a fixed number of samples,
+    so one run can answer exactly as many as three seeds' mean (``statistics.mean`` rounds the exact mean once)."""
     lrs = _check(points)
-    return max(lrs, key=lambda lr: (mean(points[lr].values()), -lr))
+    return max(lrs, key=lambda lr: (mean(points[lr].values()), len(points[lr]), -lr))
 
 
 def seeded_lr(points: dict[float, dict[int, float]]) -> float:
