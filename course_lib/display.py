@@ -96,6 +96,12 @@ def small(x: float, spec: str = ".1e", below: float = ROUNDING) -> str:
     return f"< {below:.0e}".replace("e-0", "e-") if abs(x) < below else format(x, spec)
 
 
+def lr_text(lr: float) -> str:
+    """A learning rate as papers and configs write it: lr_text(2e-05) -> "2e-5", lr_text(0.00015) -> "1.5e-4"."""
+    mantissa, exponent = f"{lr:.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 def table(rows: Sequence[Sequence], headers: Sequence[str], formats: Sequence[str] | None = None,
           align: str | None = None) -> str:
     """Format rows as an aligned plain-text table; ``formats`` are format specs per column. A spec

@@ -57,3 +57,8 @@ def test_mean_and_range_prints_a_few_numbers_mean_and_spread_alike():
     assert mean_and_range([12.0, 12.0], ".1f") == "12.0 (0.0)"
     with pytest.raises(ValueError, match="at least one value"):
         mean_and_range([], ".3f")
+
+
+def test_a_learning_rate_reads_as_configs_write_it():
+    from course_lib.display import lr_text
+    assert [lr_text(x) for x in (2e-5, 6e-4, 0.002, 1.5e-4, 1e-5)] == ["2e-5", "6e-4", "2e-3", "1.5e-4", "1e-5"]

@@ -13,7 +13,8 @@ CHAPTERS = {"00_start_here", "01_ppo_clip_and_gae", "02_group_advantages", "03_l
             "04_kl_estimators", "05_ratios_and_clipping", "06_train_inference_mismatch",
             "07_toy_policy_training", "08_reading_training_curves", "09_from_toy_to_production",
             "10_splitting_the_batch", "11_long_answers", "12_real_model_tokens",
-            "13_grpo_on_a_real_model", "14_the_lineage_on_a_real_model"}
+            "13_grpo_on_a_real_model", "14_the_lineage_on_a_real_model",
+            "15_lora_or_full_fine_tuning"}
 
 
 @pytest.fixture

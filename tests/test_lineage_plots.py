@@ -57,6 +57,10 @@ def test_the_sweep_draws_each_settings_mean_its_seeds_and_its_good_band():
     dots = sorted(v for c in ax.collections for v in c.get_offsets()[:, 1])
     assert dots == pytest.approx(sorted([0.5, 0.9, 0.8, 0.82, 0.2, 0.9]))
     plt.close(fig)
+    fig = plots.sweep_plot(sweeps, ylabel="y", title="t", baseline=("before training", 0.26))
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert list(lines["before training"].get_ydata()) == [0.26, 0.26]
+    plt.close(fig)
 
 
 def test_arms_drawn_together_have_their_own_colours():

@@ -13,17 +13,20 @@ import pytest
 
 from course_lib import lm, plots
 from course_lib.display import source_lines
-from course_lib.lm import tokens, trl_recipe
+from course_lib.lm import sweep, tokens, trl_recipe
+from course_lib.lm.lora import AdaptersOff
 from course_lib.lm.policy import ChatPolicy
 from course_lib.lm.task import random_rewards
 from course_lib.rl.loss_step import clip_cannot_bind
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 100                       # characters of the code font in the notebook column at 1366 px
-FITTED = ("12_real_model_tokens", "13_grpo_on_a_real_model", "14_the_lineage_on_a_real_model")
+FITTED = ("12_real_model_tokens", "13_grpo_on_a_real_model", "14_the_lineage_on_a_real_model",
+          "15_lora_or_full_fine_tuning")
 # the names chapters call show_source on
 SHOWN = {"tokens": tokens, "lm": lm, "plots": plots, "trl_recipe": trl_recipe, "ChatPolicy": ChatPolicy,
-         "random_rewards": random_rewards, "clip_cannot_bind": clip_cannot_bind}
+         "random_rewards": random_rewards, "clip_cannot_bind": clip_cannot_bind, "AdaptersOff": AdaptersOff,
+         "sweep": sweep}
 
 
 def _cells(stem: str) -> list[dict]:

@@ -103,12 +103,12 @@ class LoraChatPolicy(ChatPolicy):
 
 
 class AdaptersOff(nn.Module):
-    """pi_ref for a LoRA policy: the policy's forward run with its adapters disabled, without gradient. It holds no
-    weights of its own, so a checkpoint keeps nothing for it."""
+    """pi_ref for a LoRA policy: the policy's forward run with its adapters disabled, without
+    gradient. It holds no weights of its own, so a checkpoint keeps nothing for it."""
 
     def __init__(self, policy: LoraChatPolicy):
         super().__init__()
-        self.__dict__["policy"] = policy        # not a submodule: its parameters are the policy's, not pi_ref's
+        self.__dict__["policy"] = policy    # not a submodule: the policy's parameters, not pi_ref's
 
     @torch.no_grad()
     def forward(self, prompts: Tensor, cache=None, *, continuation: Tensor | None = None) -> Tensor:

@@ -69,8 +69,8 @@ def seeded_lr(points: dict[float, dict[int, float]]) -> float:
 
 
 def as_good(points: dict[float, dict[int, float]], lr: float) -> bool:
-    """Whether ``lr``'s runs are as good as the best learning rate's: the gap between their means is within the
-    larger of their seed ranges."""
+    """Whether ``lr``'s runs are as good as the best learning rate's: the gap between their means is
+    within the larger of their seed ranges."""
     best = best_lr(points)
     a, b = list(points[lr].values()), list(points[best].values())
     return mean(b) - mean(a) <= max(max(a) - min(a), max(b) - min(b))

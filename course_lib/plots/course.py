@@ -13,7 +13,7 @@ COURSE_PARTS = [
     ("mismatch weight", r"$w_{i,t}$", ("06", "12")),
     ("aggregation", r"$\alpha_{i,t}$", ("03", "10")),
     ("KL penalty", r"$\beta\,\widehat{\mathrm{KL}}$", ("04", "12")),
-    ("all of it, trained", "a toy model,\na real one", ("07", "08", "11", "13", "14")),
+    ("all of it, trained", "a toy model,\na real one", ("07", "08", "11", "13", "14", "15")),
     ("in production", "verl, TRL,\nOpenRLHF", ("09",)),
 ]
 

@@ -10,9 +10,11 @@ from .common import BLUE, GREEN, ORANGE, PURPLE, light_grid
 SETTING_COLOURS = {"full": BLUE, "rank 1": ORANGE, "rank 8": GREEN, "rank 32": PURPLE}
 
 
-def sweep_plot(sweeps: dict[str, dict[float, dict[int, float]]], *, ylabel: str, title: str) -> plt.Figure:
+def sweep_plot(sweeps: dict[str, dict[float, dict[int, float]]], *, ylabel: str, title: str,
+               baseline: tuple[str, float] | None = None) -> plt.Figure:
     """Per setting (``lm.sweep.sweep``'s output), each seed's value at each learning rate as a dot, the mean of
-    the seeds as a line, and the good band (``lm.sweep.good_band``) as a bar under the curves."""
+    the seeds as a line, and the good band (``lm.sweep.good_band``) as a bar under the curves; ``baseline``
+    (label, value), such as the model before training, as a dashed line across."""
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     for i, (name, points) in enumerate(sweeps.items()):
         colour = SETTING_COLOURS.get(name, "black")
@@ -24,6 +26,8 @@ def sweep_plot(sweeps: dict[str, dict[float, dict[int, float]]], *, ylabel: str,
         lo, hi = good_band(points)
         ax.plot([lo, hi], [-0.04 - 0.04 * i] * 2, color=colour, lw=5, solid_capstyle="butt",
                 label=f"{name}: as good as its best")
+    if baseline is not None:
+        ax.axhline(baseline[1], color="grey", ls="--", lw=1, label=baseline[0])
     ax.set_xscale("log")
     ax.set_xlabel("learning rate", fontsize=9)
     ax.set_ylabel(ylabel, fontsize=9)
