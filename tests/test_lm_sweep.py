@@ -84,6 +84,13 @@ def test_a_tie_goes_to_the_point_with_more_seeds():
     # as many on average
     n = 54 * 32
     points = {1e-5: {0: 1542 / n}, 2e-5: {0: 1605 / n, 1: 1684 / n, 2: 1337 / n}}
-    assert sw.best_lr(points) == 2e-5
+    assert sw.best_lr(points) == 2e-5 and sw.ties(points) == [1e-5]
+    assert sw.ties(POINTS) == []
     # the seeds' range (0.20) then covers the other point, and the sweep bounds neither side
     assert sw.good_band(points) == (1e-5, 2e-5) and sw.best_lr_bounds(points) == (None, None)
+
+
+def test_a_point_of_the_sweep_is_its_settings_runs_at_that_rate():
+    runs = {"a": run(2e-5, 0, 0.8), "b": run(2e-5, 1, 0.7), "c": run(2e-5, 0, 0.3, rank=1), "d": run(6e-4, 0, 0.9, rank=1)}
+    assert sw.runs_at(runs, "full", 2e-5) == {0: runs["a"], 1: runs["b"]}       # not rank 1's run at the same rate
+    assert sw.runs_at(runs, "rank 1", 2e-5) == {0: runs["c"]}

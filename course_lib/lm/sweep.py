@@ -61,6 +61,18 @@ def best_lr(points: dict[float, dict[int, float]]) -> float:
     return max(lrs, key=lambda lr: (mean(points[lr].values()), len(points[lr]), -lr))
 
 
+def ties(points: dict[float, dict[int, float]]) -> list[float]:
+    """The other learning rates whose mean equals the best one's exactly: the ties ``best_lr`` broke."""
+    best = best_lr(points)
+    return [lr for lr in _check(points) if lr != best and mean(points[lr].values()) == mean(points[best].values())]
+
+
+def runs_at(named_runs: dict[str, dict], setting_name: str, lr: float) -> dict[int, dict]:
+    """{seed: run} of one point of a sweep: the runs of that setting (``setting``) at that learning rate."""
+    return {run["config"]["seed"]: run for run in named_runs.values()
+            if setting(run["config"]) == setting_name and run["config"]["lr"] == lr}
+
+
 def seeded_lr(points: dict[float, dict[int, float]]) -> float:
     """The learning rate with the most seeds: where a sweep added seeds after its first pass (the best of that pass,
     which its added seeds may since have moved off the top); on a tie, the best mean."""
