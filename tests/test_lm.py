@@ -167,6 +167,35 @@ def test_bf16_with_an_fp32_head_keeps_a_separate_float32_head():
     assert plain.head.dtype == torch.bfloat16
 
 
+@pytest.mark.parametrize("device, dtype, amx, capability, breaks", [
+    ("cpu", torch.bfloat16, True, "DEFAULT", True), ("cpu", torch.bfloat16, True, "AVX2", True),
+    ("cpu", torch.bfloat16, True, "AVX512", False), ("cpu", torch.bfloat16, False, "DEFAULT", False),
+    ("cpu", torch.float32, True, "DEFAULT", False), ("cuda", torch.bfloat16, True, "DEFAULT", False)])
+def test_flash_attention_counts_as_broken_only_for_bf16_on_amx_below_avx512(monkeypatch, device, dtype, amx,
+                                                                           capability, breaks):
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert lm.model.flash_attention_breaks(torch.device(device), dtype) is breaks
+
+
+def test_where_flash_attention_breaks_the_body_runs_the_math_kernel(monkeypatch):
+    """300 tokens with left padding: longer than one block of the CPU flash kernel, where it fails. Elsewhere
+    PyTorch picks flash attention, whose bf16 sums differ from the math kernel's: the switch is seen."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    bf16 = lm.load("bf16")
+    ids = torch.randint(0, 1000, (2, 300), generator=torch.Generator().manual_seed(0))
+    attn = torch.ones_like(ids)
+    attn[1, :40] = 0
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        math = bf16.body(ids, attn)[0]
+    with torch.no_grad():
+        chosen = bf16.body(ids, attn)[0]
+    assert torch.equal(chosen, math) == lm.model.flash_attention_breaks(bf16.device, torch.bfloat16)
+    monkeypatch.setattr(lm.model, "flash_attention_breaks", lambda device, dtype: True)
+    with torch.no_grad():
+        assert torch.equal(bf16.body(ids, attn)[0], math)
+
+
 @pytest.mark.parametrize("kwargs, words", [
     ({"dtype": "fp16"}, ["dtype='fp16'", "'fp32'", "'bf16'"]),
     ({"device": "tpu"}, ["device='tpu'", "'cpu'", "'cuda'"]),

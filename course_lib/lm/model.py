@@ -15,6 +15,7 @@ EOS token, so ``ids != pad_id`` would drop every real EOS too.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -211,6 +212,24 @@ def lengths_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
     return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
 
 
+def flash_attention_breaks(device: torch.device, dtype: torch.dtype) -> bool:
+    """True where PyTorch's CPU flash attention fails: bf16 on a processor with AMX tiles, with ATen's kernels
+    below AVX512 (``ATEN_CPU_CAPABILITY=default`` or ``avx2``, the course's second float path). That kernel
+    packs its blocks for AMX by what the processor has, with code built for AVX512 kernels only, and raises
+    "pack_vnni2 is only supported when avx512 is supported" once a sequence is longer than one block."""
+    return (device.type == "cpu" and dtype == torch.bfloat16 and torch.cpu._is_amx_tile_supported()
+            and torch.backends.cpu.get_cpu_capability() not in ("AVX512",))
+
+
+def attention_kernels(device: torch.device, dtype: torch.dtype):
+    """PyTorch's own choice of attention kernel, or its math kernel where flash attention fails
+    (``flash_attention_breaks``)."""
+    if not flash_attention_breaks(device, dtype):
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel(SDPBackend.MATH)
+
+
 class ChatLM:
     """The model, its tokenizer and the head it scores with. ``model`` is a ``LlamaForCausalLM``; every
     forward here runs its body and applies ``head`` (the tied embedding matrix, or a separate copy in
@@ -260,8 +279,9 @@ class ChatLM:
         padding does not shift them)."""
         if positions is None:
             positions = (attn.long().cumsum(1) - 1).clamp(min=0)                  # [B, L]
-        out = self.model.model(input_ids=ids, attention_mask=attn, position_ids=positions, cache=cache,
-                               use_cache=cache is not None)
+        with attention_kernels(self.device, self.model.dtype):
+            out = self.model.model(input_ids=ids, attention_mask=attn, position_ids=positions, cache=cache,
+                                   use_cache=cache is not None)
         return out.last_hidden_state, out.cache
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
