@@ -218,7 +218,7 @@ def flash_attention_breaks(device: torch.device, dtype: torch.dtype) -> bool:
     packs its blocks for AMX by what the processor has, with code built for AVX512 kernels only, and raises
     "pack_vnni2 is only supported when avx512 is supported" once a sequence is longer than one block."""
     return (device.type == "cpu" and dtype == torch.bfloat16 and torch.cpu._is_amx_tile_supported()
-            and torch.backends.cpu.get_cpu_capability() not in ("AVX512",))
+            and torch.backends.cpu.get_cpu_capability() != "AVX512")
 
 
 def attention_kernels(device: torch.device, dtype: torch.dtype):
