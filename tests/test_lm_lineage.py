@@ -85,6 +85,7 @@ def test_a_claim_is_read_against_the_seeds_spread(arm_lates, expect, verdict):
     got = L.read_claim(arms, L.PaperClaim("t", "s", "a", "ref", "m", expect), width=2)
     assert got["verdict"] == verdict and got["values"] == list(arm_lates)
     assert got["gap"] == pytest.approx(sum(arm_lates) / len(arm_lates) - 0.15)
+    assert got["spread"] == pytest.approx(max(max(arm_lates) - min(arm_lates), 0.2 - 0.1))
 
 
 def test_learning_faster_is_read_on_the_reward_over_every_step_not_its_late_mean():

@@ -161,12 +161,13 @@ def claim_values(by_seed: dict[int, dict], measure: str, width: int = 10) -> lis
 
 
 def read_claim(arms: dict[str, dict[int, dict]], c: PaperClaim, width: int = 10) -> dict:
-    """A claim on the runs: both arms' per-seed values, the gap, chapter 07's "differs" (None with one seed) and
-    the verdict: "reproduced" (the predicted direction, or a tie where a tie is predicted), "opposite", "inside the
-    seeds' spread", or "one seed: not weighed"."""
+    """A claim on the runs: both arms' per-seed values, the gap, the bar it is weighed against (the larger of the
+    two arms' seed ranges), chapter 07's "differs" (None with one seed) and the verdict: "reproduced" (the
+    predicted direction, or a tie where a tie is predicted), "opposite", "inside the seeds' spread", or "one seed:
+    not weighed"."""
     a, b = claim_values(arms[c.arm], c.measure, width), claim_values(arms[c.reference], c.measure, width)
     row = against_values({c.arm: a, c.reference: b}, c.reference)
-    r = next(x for x in row if x["label"] == c.arm)
+    r, ref = (next(x for x in row if x["label"] == label) for label in (c.arm, c.reference))
     differs = r["differs"] if min(len(a), len(b)) >= 2 else None
     if differs is None:
         verdict = "one seed: not weighed"
@@ -176,7 +177,8 @@ def read_claim(arms: dict[str, dict[int, dict]], c: PaperClaim, width: int = 10)
         verdict = "inside the seeds' spread"
     else:
         verdict = "opposite"
-    return {"values": a, "reference": b, "gap": r["gap"], "differs": differs, "verdict": verdict}
+    return {"values": a, "reference": b, "gap": r["gap"], "spread": max(r["range"], ref["range"]),
+            "differs": differs, "verdict": verdict}
 
 
 def toy_verdicts(data_dir) -> dict[str, str]:
