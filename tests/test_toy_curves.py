@@ -128,6 +128,7 @@ def test_against_calls_a_gap_inside_the_larger_seed_range_a_tie():
     assert rows["close"]["gap"] == pytest.approx(0.03) and rows["close"]["differs"] == 0   # ref's range: 0.04
     assert rows["high"]["differs"] == 1 and rows["low"]["differs"] == -1
     assert rows["wide"]["range"] == pytest.approx(0.35) and rows["wide"]["differs"] == 0  # its own noise
+    assert rows["close"]["bar"] == pytest.approx(0.04) and rows["wide"]["bar"] == pytest.approx(0.35)
     assert rows["ref"]["gap"] == 0 and rows["ref"]["differs"] == 0
     assert [r["label"] for r in curves.against(runs, "acc/heldout", "ref")][:2] == ["wide", "high"]   # by mean
     text = curves.against_table(curves.against(runs, "acc/heldout", "ref"), "ref")

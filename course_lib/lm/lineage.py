@@ -167,7 +167,7 @@ def read_claim(arms: dict[str, dict[int, dict]], c: PaperClaim, width: int = 10)
     not weighed"."""
     a, b = claim_values(arms[c.arm], c.measure, width), claim_values(arms[c.reference], c.measure, width)
     row = against_values({c.arm: a, c.reference: b}, c.reference)
-    r, ref = (next(x for x in row if x["label"] == label) for label in (c.arm, c.reference))
+    r = next(x for x in row if x["label"] == c.arm)
     differs = r["differs"] if min(len(a), len(b)) >= 2 else None
     if differs is None:
         verdict = "one seed: not weighed"
@@ -177,7 +177,7 @@ def read_claim(arms: dict[str, dict[int, dict]], c: PaperClaim, width: int = 10)
         verdict = "inside the seeds' spread"
     else:
         verdict = "opposite"
-    return {"values": a, "reference": b, "gap": r["gap"], "spread": max(r["range"], ref["range"]),
+    return {"values": a, "reference": b, "gap": r["gap"], "spread": r["bar"],
             "differs": differs, "verdict": verdict}
 
 

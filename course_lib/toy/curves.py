@@ -201,9 +201,9 @@ def value_at(h, key: str, x_key: str, x: float) -> float:
 def against(runs: dict, key: str, reference: str, *, last_n: int = 20) -> list[dict]:
     """Each label's per-seed values of ``key`` against those of the label ``reference``, best mean first.
 
-    Per label: "values" (one per seed), "mean", "range" (max - min over its seeds), "gap" (its mean
-    minus the reference's) and "differs": -1, 0 or +1, nonzero only when |gap| exceeds the larger
-    of the two labels' seed ranges (a gap inside the noise between seeds is a tie).
+    Per label: "values" (one per seed), "mean", "range" (max - min over its seeds), "bar" (the larger
+    of its range and the reference's), "gap" (its mean minus the reference's) and "differs": -1, 0 or
+    +1, nonzero only when |gap| exceeds the bar (a gap inside the noise between seeds is a tie).
     """
     return against_values(seed_values(runs, key, last_n=last_n), reference)
 
@@ -218,8 +218,9 @@ def against_values(vals: dict, reference: str) -> list[dict]:
     for label, v in vals.items():
         mean, spread = sum(v) / len(v), max(v) - min(v)
         gap = mean - ref_mean
-        differs = 0 if abs(gap) <= max(spread, ref_range) else (1 if gap > 0 else -1)
-        rows.append({"label": label, "values": v, "mean": mean, "range": spread, "gap": gap,
+        bar = max(spread, ref_range)
+        differs = 0 if abs(gap) <= bar else (1 if gap > 0 else -1)
+        rows.append({"label": label, "values": v, "mean": mean, "range": spread, "bar": bar, "gap": gap,
                      "differs": differs})
     return sorted(rows, key=lambda r: -r["mean"])
 
