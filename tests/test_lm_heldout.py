@@ -6,7 +6,7 @@ import math
 import pytest
 
 from course_lib.lm import runs
-from course_lib.lm.task import ChatAdditionTask, exact
+from course_lib.lm.task import WORDINGS, ChatAdditionTask, exact
 from course_lib.passk import pass_at_k
 
 TASK = ChatAdditionTask()
@@ -60,6 +60,17 @@ def test_per_pair_accuracy_pools_both_orders_and_every_wording():
     assert list(acc) == TASK.heldout_unordered and acc[first] == 1.0 and sum(acc.values()) == 1.0
     mean, se = runs.mean_and_se(list(acc.values()))
     assert mean == 0.1 and se == pytest.approx(math.sqrt(0.1 * 0.9 * 10 / 9) / math.sqrt(10))
+
+
+def test_an_answer_that_repeats_one_of_the_questions_numbers_is_counted_per_reply():
+    # per question, 3 replies: its first number, its sum, and the question with its sum ("0 + 5" states no 0)
+    ordered = [pair for pair in TASK.pairs("heldout") for _ in WORDINGS]          # each question's (a, b)
+    m = measure(lambda q, j, a: ([f"Answer: {ordered[q][0]}", f"Answer: {a}", f"{QUESTIONS.texts[q]} {a}"][j],
+                                 True), G=3)
+    echoes = sum(b != 0 for a, b in ordered)               # a + 0: the first number is the sum, not an echo
+    assert 0 < echoes < len(ordered)
+    assert runs.operand_answer_share(m) == pytest.approx(echoes / (3 * len(ordered)))
+    assert runs.operand_answer_share(measure(lambda q, j, a: (f"Answer: {a}", True))) == 0.0
 
 
 def test_pass_at_k_is_the_unbiased_estimator_averaged_over_questions():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from statistics import mean, stdev
 
-from .task import CATEGORIES, ChatAdditionTask, categories
+from .task import CATEGORIES, ChatAdditionTask, categories, last_integer
 
 # the held-out quantities measured before and after: name -> (which measurement, how it is read from it)
 HELDOUT = {"pass@1": ("sampled", lambda m: m["pass@1"]),
@@ -256,6 +256,16 @@ def format_answer_table(measure: dict) -> dict[tuple[bool, str], list[int]]:
 def format_answer_shares(measure: dict) -> dict[tuple[bool, str], float]:
     """``format_answer_table`` as shares of the replies."""
     return {k: len(v) / measure["replies"] for k, v in format_answer_table(measure).items()}
+
+
+def operand_answer_share(measure: dict, task: ChatAdditionTask | None = None) -> float:
+    """The share of the replies whose answer (the last integer they state, which the exact verifier reads) is
+    one of the question's two numbers and not its sum: "What is 0 + 5?" -> "Answer: 0"."""
+    pairs = (task or ChatAdditionTask()).unordered_of("heldout")
+    G = group_size(measure)
+    echo = [last_integer(t) in p and last_integer(t) != sum(p)
+            for t, p in zip(measure["texts"], (p for p in pairs for _ in range(G)))]
+    return mean(echo)
 
 
 def pair_accuracy(measure: dict, task: ChatAdditionTask | None = None) -> dict[tuple[int, int], float]:
